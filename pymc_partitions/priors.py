@@ -1,0 +1,313 @@
+"""Exchangeable partition priors: Chinese restaurant process, Pitman-Yor, finite Dirichlet.
+
+Each prior is a small object holding its parameters (numbers, or PyMC random variables) and
+giving the log EPPF (the probability of a partition as a function of its block sizes), the
+sequential weights a Gibbs sampler needs, and exact prior draws.
+
+All three are one two-parameter family for the compiled kernels, described by ``code`` and
+``params = [alpha, discount, k]``:
+
+* Pitman-Yor (``code = 0``, ``k = 0``; the CRP is ``discount = 0``):
+  p(pi) = prod_{i=1}^{K-1} (alpha + i d) / (alpha + 1)_{n-1} * prod_b (1 - d)_{|b|-1};
+  an item joins block b with weight |b| - d, opens a new block with weight alpha + K d.
+* Finite symmetric Dirichlet (``code = 1``): weights w ~ Dirichlet(alpha, ..., alpha) on k
+  labelled components, z_i ~ w. The induced law on *partitions* is
+  p(pi) = k!/(k-K)! * Gamma(k alpha)/Gamma(k alpha + n) * prod_b Gamma(|b| + alpha)/Gamma(alpha);
+  the k!/(k-K)! factor counts the labellings of the K occupied components (seed 003's tau_1
+  omits it). An item joins block b with weight |b| + alpha, a new block with (k - K) alpha.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import numba
+import numpy as np
+
+__all__ = ["PartitionPrior", "CRP", "PitmanYor", "FiniteDirichlet", "PITMAN_YOR", "FINITE_DIRICHLET"]
+
+PITMAN_YOR = 0
+FINITE_DIRICHLET = 1
+
+
+# ----------------------------------------------------------------------------- compiled forms
+
+
+@numba.njit(cache=True, inline="always")
+def log_join_weight(code, params, size):
+    """Unnormalised log weight for joining a block of ``size`` other items."""
+    if code == PITMAN_YOR:
+        return math.log(size - params[1])
+    return math.log(size + params[0])
+
+
+@numba.njit(cache=True, inline="always")
+def log_new_weight(code, params, n_other_blocks):
+    """Unnormalised log weight for opening a new block when ``n_other_blocks`` exist."""
+    if n_other_blocks == 0:
+        return 0.0
+    if code == PITMAN_YOR:
+        return math.log(params[0] + params[1] * n_other_blocks)
+    free = params[2] - n_other_blocks
+    if free <= 0:
+        return -np.inf
+    return math.log(free * params[0])
+
+
+@numba.njit(cache=True)
+def log_eppf_sizes(code, params, sizes):
+    """Log EPPF from the vector of (positive) block sizes."""
+    alpha = params[0]
+    d = params[1]
+    n = 0
+    n_blocks = sizes.shape[0]
+    out = 0.0
+    if code == PITMAN_YOR:
+        for b in range(n_blocks):
+            n += sizes[b]
+            out += math.lgamma(sizes[b] - d) - math.lgamma(1.0 - d)
+        for i in range(1, n_blocks):
+            out += math.log(alpha + i * d)
+        out -= math.lgamma(alpha + n) - math.lgamma(alpha + 1.0)
+        return out
+    k = params[2]
+    if n_blocks > k:
+        return -np.inf
+    for b in range(n_blocks):
+        n += sizes[b]
+        out += math.lgamma(sizes[b] + alpha) - math.lgamma(alpha)
+    out += math.lgamma(k + 1.0) - math.lgamma(k - n_blocks + 1.0)
+    out += math.lgamma(k * alpha) - math.lgamma(k * alpha + n)
+    return out
+
+
+@numba.njit(cache=True)
+def sample_sequential(code, params, uniforms):
+    """Exact prior draw by sequential allocation (Chinese restaurant / Polya urn)."""
+    n = uniforms.shape[0]
+    labels = np.empty(n, np.int64)
+    sizes = np.zeros(n + 1, np.int64)
+    logw = np.empty(n + 1)
+    n_blocks = 0
+    for i in range(n):
+        top = -np.inf
+        for b in range(n_blocks):
+            logw[b] = log_join_weight(code, params, sizes[b])
+            top = max(top, logw[b])
+        logw[n_blocks] = log_new_weight(code, params, n_blocks)
+        top = max(top, logw[n_blocks])
+        total = 0.0
+        for b in range(n_blocks + 1):
+            logw[b] = math.exp(logw[b] - top)
+            total += logw[b]
+        target = uniforms[i] * total
+        chosen = n_blocks
+        acc = 0.0
+        for b in range(n_blocks + 1):
+            acc += logw[b]
+            if target < acc:
+                chosen = b
+                break
+        if chosen == n_blocks and logw[n_blocks] == 0.0:
+            chosen = n_blocks - 1  # rounding fell on an impossible new block
+        labels[i] = chosen
+        sizes[chosen] += 1
+        if chosen == n_blocks:
+            n_blocks += 1
+    return labels
+
+
+def symbolic_log_eppf(code, sizes, n, alpha, discount, k):
+    """PyTensor log EPPF; ``sizes`` has one entry per possible label (zeros are unused labels).
+
+    Differentiable in ``alpha`` and ``discount``; ``code`` and ``k`` are Python numbers.
+    """
+    import pytensor.tensor as pt
+
+    used = pt.gt(sizes, 0)
+    n_used = pt.sum(used)
+    if code == PITMAN_YOR:
+        body = pt.sum(pt.switch(used, pt.gammaln(pt.maximum(sizes, 1) - discount), 0.0))
+        body -= n_used * pt.gammaln(1.0 - discount)
+        i = pt.arange(1, n, dtype="float64")
+        body += pt.sum(pt.switch(pt.lt(i, n_used), pt.log(alpha + i * discount), 0.0))
+        return body - (pt.gammaln(alpha + n) - pt.gammaln(alpha + 1.0))
+    k = float(k)
+    body = pt.sum(pt.switch(used, pt.gammaln(sizes + alpha), 0.0)) - n_used * pt.gammaln(alpha)
+    body += pt.gammaln(k + 1.0) - pt.gammaln(pt.maximum(k - n_used, 0) + 1.0)
+    body += pt.gammaln(k * alpha) - pt.gammaln(k * alpha + n)
+    return pt.switch(pt.gt(n_used, k), -np.inf, body)
+
+
+# ----------------------------------------------------------------------------- prior objects
+
+
+def _is_symbolic(x) -> bool:
+    from pytensor.graph.basic import Variable
+
+    return isinstance(x, Variable)
+
+
+def _number(name, value, cls):
+    if _is_symbolic(value):
+        return value
+    try:
+        arr = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        raise TypeError(f"{cls}: {name} must be a number or a PyMC variable, got {value!r}") from None
+    if arr.ndim != 0:
+        raise ValueError(f"{cls}: {name} must be a scalar, got shape {arr.shape}")
+    if not np.isfinite(arr):
+        raise ValueError(f"{cls}: {name} must be finite, got {value!r}")
+    return float(arr)
+
+
+class PartitionPrior:
+    """Base class: an exchangeable prior on partitions of ``n`` items."""
+
+    code: int = PITMAN_YOR
+
+    def __init__(self, alpha, discount=0.0, k=0):
+        self.alpha = alpha
+        self.discount = discount
+        self.k = k
+
+    # parameters ---------------------------------------------------------------------------
+    @property
+    def is_symbolic(self) -> bool:
+        """True if a parameter is a PyTensor/PyMC variable (values come from the model point)."""
+        return _is_symbolic(self.alpha) or _is_symbolic(self.discount)
+
+    def kernel_params(self, alpha=None, discount=None) -> np.ndarray:
+        """``[alpha, discount, k]`` as float64 for the compiled kernels (values override)."""
+        alpha = self.alpha if alpha is None else alpha
+        discount = self.discount if discount is None else discount
+        if _is_symbolic(alpha) or _is_symbolic(discount):
+            raise ValueError(f"{self!r} has random parameters: pass their current values")
+        self.validate(float(alpha), float(discount))
+        return np.array([alpha, discount, self.k], dtype=np.float64)
+
+    def validate(self, alpha, discount):
+        """Raise ``ValueError`` naming the argument if the parameters are outside the support."""
+        raise NotImplementedError
+
+    # numpy --------------------------------------------------------------------------------
+    def log_eppf(self, labels, alpha=None, discount=None) -> float:
+        """Log prior probability of the partition described by ``labels``."""
+        sizes = np.bincount(np.unique(np.asarray(labels), return_inverse=True)[1])
+        return float(log_eppf_sizes(self.code, self.kernel_params(alpha, discount), sizes.astype(np.int64)))
+
+    def sample(self, n: int, rng=None, alpha=None, discount=None) -> np.ndarray:
+        """Exact prior draw of a partition of ``n`` items, as canonical labels."""
+        if not isinstance(n, (int, np.integer)) or n < 1:
+            raise ValueError(f"n must be a positive integer, got {n!r}")
+        rng = np.random.default_rng(rng)
+        return sample_sequential(self.code, self.kernel_params(alpha, discount), rng.random(n))
+
+    # PyTensor -----------------------------------------------------------------------------
+    def symbolic_log_eppf(self, sizes, n, alpha=None, discount=None):
+        """PyTensor log EPPF from a length-``n`` vector of block sizes (zeros = unused labels)."""
+        alpha = self.alpha if alpha is None else alpha
+        discount = self.discount if discount is None else discount
+        return symbolic_log_eppf(self.code, sizes, n, alpha, discount, self.k)
+
+    def __repr__(self):
+        return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in self._repr_items())})"
+
+    def _repr_items(self):
+        return [("alpha", self.alpha), ("discount", self.discount)]
+
+
+class CRP(PartitionPrior):
+    """Chinese restaurant process: the partition of a Dirichlet process with concentration ``alpha``.
+
+    Parameters
+    ----------
+    alpha : float or PyMC variable
+        Concentration, > 0. Larger values give more clusters (about alpha log n).
+
+    Examples
+    --------
+    >>> import pymc_partitions as pmp
+    >>> pmp.CRP(1.0).sample(5, rng=0).shape
+    (5,)
+    """
+
+    def __init__(self, alpha):
+        super().__init__(_number("alpha", alpha, "CRP"), 0.0, 0)
+        if not self.is_symbolic:
+            self.validate(self.alpha, 0.0)
+
+    def validate(self, alpha, discount):
+        if not alpha > 0:
+            raise ValueError(f"CRP: alpha must be > 0, got alpha={alpha!r}")
+
+    def _repr_items(self):
+        return [("alpha", self.alpha)]
+
+
+class PitmanYor(PartitionPrior):
+    """Pitman-Yor process partition (two-parameter Chinese restaurant), with power-law cluster sizes.
+
+    Parameters
+    ----------
+    alpha : float or PyMC variable
+        Strength, > -discount.
+    discount : float or PyMC variable
+        Discount in [0, 1); 0 gives the CRP.
+
+    Examples
+    --------
+    >>> import pymc_partitions as pmp
+    >>> prior = pmp.PitmanYor(1.0, 0.5)
+    >>> round(prior.log_eppf([0, 0, 1]), 4)
+    -2.0794
+    """
+
+    def __init__(self, alpha, discount):
+        super().__init__(_number("alpha", alpha, "PitmanYor"), _number("discount", discount, "PitmanYor"), 0)
+        if not _is_symbolic(self.discount) and not 0.0 <= self.discount < 1.0:
+            raise ValueError(f"PitmanYor: discount must be in [0, 1), got discount={discount!r}")
+        if not self.is_symbolic:
+            self.validate(self.alpha, self.discount)
+
+    def validate(self, alpha, discount):
+        if not 0.0 <= discount < 1.0:
+            raise ValueError(f"PitmanYor: discount must be in [0, 1), got discount={discount!r}")
+        if not alpha > -discount:
+            raise ValueError(f"PitmanYor: alpha must be > -discount, got alpha={alpha!r}, discount={discount!r}")
+
+
+class FiniteDirichlet(PartitionPrior):
+    """Partition induced by a finite mixture with symmetric Dirichlet(alpha) weights on ``k`` components.
+
+    Parameters
+    ----------
+    alpha : float or PyMC variable
+        Dirichlet concentration per component, > 0.
+    k : int
+        Number of labelled components (at most ``k`` blocks), a positive integer.
+
+    Examples
+    --------
+    >>> import pymc_partitions as pmp
+    >>> int(pmp.FiniteDirichlet(1.0, k=3).sample(10, rng=1).max()) < 3
+    True
+    """
+
+    code = FINITE_DIRICHLET
+
+    def __init__(self, alpha, k):
+        if isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 1:
+            raise ValueError(f"FiniteDirichlet: k must be a positive integer, got k={k!r}")
+        super().__init__(_number("alpha", alpha, "FiniteDirichlet"), 0.0, int(k))
+        if not self.is_symbolic:
+            self.validate(self.alpha, 0.0)
+
+    def validate(self, alpha, discount):
+        if not alpha > 0:
+            raise ValueError(f"FiniteDirichlet: alpha must be > 0, got alpha={alpha!r}")
+
+    def _repr_items(self):
+        return [("alpha", self.alpha), ("k", self.k)]

@@ -1,0 +1,1 @@
+"""PyMC-facing adapter: distributions, step methods, result groups."""

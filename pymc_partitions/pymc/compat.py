@@ -1,0 +1,326 @@
+"""Every difference between PyMC 5 / ArviZ 0.x and PyMC 6 / ArviZ 1.x, in one place.
+
+Checked against PyMC 5.28 + ArviZ 0.23 (Python 3.11) and PyMC 6.4 + ArviZ 1.3
+(Python 3.12), both with xarray 2026.x. PyMC 5 pins ``arviz<1`` and PyMC 6 pins
+``arviz>=1.1``, so the PyMC major version also decides the ArviZ major version.
+
+Differences handled here
+------------------------
+1. Step-method classes. ``BlockedStep``, ``CompoundStep`` and ``STEP_METHODS`` live in
+   ``pymc.step_methods`` in both versions; ``Competence`` lives in
+   ``pymc.step_methods.compound`` in both and is not exported at PyMC's top level in
+   either. In PyMC 6 ``pm.BlockedStep`` / ``pm.CompoundStep`` / ``pm.STEP_METHODS``
+   still resolve but emit a ``DeprecationWarning`` (removal announced for 2027), so
+   import them from here. ``STEP_METHODS`` is the very list ``pm.sample`` consults
+   (``pm.STEP_METHODS`` in PyMC 5's ``sampling/mcmc.py``, a ``from pymc.step_methods
+   import STEP_METHODS`` in PyMC 6's): append to it, never rebind it.
+2. Per-chain RNG protocol of step methods (read from the installed sources):
+   * PyMC 5: ``BlockedStep.set_rng(rng)``; called by ``sampling/mcmc.py::_iter_sample``
+     (``step.set_rng(rng)``), ``sampling/parallel.py`` (worker process) and
+     ``sampling/population.py``. ``CompoundStep.set_rng`` spawns one child generator
+     per sub-step and calls ``method.set_rng(child)``.
+   * PyMC 6: ``BlockedStep.setup_chain(rng, tune, draws)`` ("called once per chain,
+     right before that chain starts sampling; the same instance may be reused across
+     chains, so reset per-chain state"); ``draws`` excludes tuning. Called from the
+     same three places; ``CompoundStep.setup_chain`` spawns per sub-step likewise.
+     ``BlockedStep`` has no ``set_rng`` any more (``set_rng`` survives only on HMC
+     potentials and SMC kernels).
+   Both base implementations do ``self.rng = get_random_generator(rng, copy=False)``.
+   :class:`ChainSetupMixin` defines both entry points and funnels them into one
+   ``reset_chain`` hook; :func:`setup_chain` drives a step by hand on either version.
+3. Result objects. ``pm.sample`` returns ``arviz.InferenceData`` (PyMC 5) or
+   ``xarray.DataTree`` (PyMC 6). ``result.posterior`` is an ``xarray.Dataset`` in the
+   first and a ``DataTree`` node in the second (``.to_dataset()`` needed).
+   ``groups`` is a method returning bare names (``['posterior', ...]``) on
+   InferenceData and a property returning paths (``('/', '/posterior', ...)``) on
+   DataTree. PyMC 6 also writes an (empty) ``observed_data`` group and puts
+   ``sample_dims`` / ``tuning_steps`` / ``sampling_time`` in the posterior's attrs.
+   See :func:`is_datatree`, :func:`posterior_dataset`, :func:`group_names`.
+4. Adding groups. ``InferenceData.add_groups`` mutates in place, refuses existing
+   names and silently drops Datasets without data variables; a DataTree takes
+   ``tree[name] = xarray.DataTree(ds)`` and must stay aligned with its root.
+   See :func:`add_groups`.
+5. Saving / loading. InferenceData: ``idata.to_netcdf(path)`` (h5netcdf, zlib by
+   default) and ``az.from_netcdf(path)`` (lazy by default). DataTree:
+   ``tree.to_netcdf(path)`` and ``xarray.open_datatree(path)`` -- ArviZ 1.x's
+   ``az.from_netcdf`` *is* ``xarray.open_datatree``. Both write one netCDF4/HDF5 group
+   per ArviZ group, so a file written by either loads with either. See :func:`save`,
+   :func:`load`.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pymc
+import xarray as xr
+from pymc.step_methods import STEP_METHODS, BlockedStep, CompoundStep
+from pymc.step_methods.compound import Competence
+from pymc.util import get_random_generator
+
+__all__ = [
+    "PYMC_MAJOR",
+    "ARVIZ_MAJOR",
+    "RESULT_IS_DATATREE",
+    "RNG_PROTOCOL",
+    "BlockedStep",
+    "CompoundStep",
+    "Competence",
+    "STEP_METHODS",
+    "ChainSetupMixin",
+    "setup_chain",
+    "get_random_generator",
+    "is_datatree",
+    "is_inferencedata",
+    "posterior_dataset",
+    "group_names",
+    "add_groups",
+    "save",
+    "load",
+]
+
+
+def _major(version: str) -> int:
+    return int(version.split(".", 1)[0])
+
+
+PYMC_MAJOR: int = _major(pymc.__version__)
+"""Major version of the installed PyMC (5 or 6)."""
+
+try:  # ArviZ 1.x is a meta-package; ``arviz.__version__`` exists in both lines.
+    import arviz as _az
+
+    ARVIZ_MAJOR: int = _major(_az.__version__)
+except Exception:  # pragma: no cover - arviz is a hard dependency of PyMC
+    _az = None
+    ARVIZ_MAJOR = 0
+
+#: True when ``pm.sample`` returns an ``xarray.DataTree`` (PyMC >= 6), False for InferenceData.
+RESULT_IS_DATATREE: bool = PYMC_MAJOR >= 6
+
+#: Name of the method PyMC calls on a step method at the start of every chain.
+RNG_PROTOCOL: str = "setup_chain" if hasattr(BlockedStep, "setup_chain") else "set_rng"
+
+_DataTree = getattr(xr, "DataTree", None)  # xarray >= 2024.10
+
+
+# ---------------------------------------------------------------------------------------
+# Step-method RNG protocol
+# ---------------------------------------------------------------------------------------
+class ChainSetupMixin:
+    """Give a ``BlockedStep`` subclass one per-chain reset on both PyMC 5 and PyMC 6.
+
+    Put it *before* ``BlockedStep`` in the bases::
+
+        class MyStep(ChainSetupMixin, BlockedStep):
+            def reset_chain(self, tune, draws):
+                self._accepted = 0
+
+    PyMC 5 calls ``set_rng(rng)`` and PyMC 6 calls ``setup_chain(rng, tune, draws)``
+    once per chain; both end up storing ``self.rng`` (a ``numpy.random.Generator``)
+    and calling ``reset_chain(tune, draws)``. ``tune`` / ``draws`` are ``None`` under
+    PyMC 5, which does not pass them. Use ``self.rng`` for all randomness.
+    """
+
+    def set_rng(self, rng) -> None:  # PyMC 5 entry point
+        self._chain_setup(rng, None, None)
+
+    def setup_chain(self, rng, tune, draws) -> None:  # PyMC 6 entry point
+        self._chain_setup(rng, tune, draws)
+
+    def _chain_setup(self, rng, tune, draws) -> None:
+        self.rng = get_random_generator(rng, copy=False)
+        self.reset_chain(tune, draws)
+
+    def reset_chain(self, tune: int | None, draws: int | None) -> None:
+        """Reset per-chain state; override. Called after ``self.rng`` is set."""
+
+
+def setup_chain(step, rng=None, tune: int = 0, draws: int = 0) -> None:
+    """Prepare ``step`` for a new chain the way the installed PyMC would.
+
+    Calls ``step.setup_chain(rng, tune, draws)`` if the step has it (PyMC 6 or
+    :class:`ChainSetupMixin`), else ``step.set_rng(rng)`` (PyMC 5). Useful to drive a
+    step method by hand (tests, custom loops). ``rng`` may be a seed or Generator.
+    """
+    rng = get_random_generator(rng, copy=False)
+    if hasattr(step, "setup_chain"):
+        step.setup_chain(rng, tune, draws)
+    else:
+        step.set_rng(rng)
+
+
+# ---------------------------------------------------------------------------------------
+# Result objects
+# ---------------------------------------------------------------------------------------
+def is_datatree(obj: Any) -> bool:
+    """True if ``obj`` is an ``xarray.DataTree`` (the PyMC 6 / ArviZ 1.x result type)."""
+    return _DataTree is not None and isinstance(obj, _DataTree)
+
+
+def is_inferencedata(obj: Any) -> bool:
+    """True if ``obj`` is an ``arviz.InferenceData`` (the PyMC 5 / ArviZ 0.x result type)."""
+    # ArviZ 1.x has no InferenceData: ``az.InferenceData`` there is a module-level
+    # ``__getattr__`` returning ``xarray.DataTree`` with a MigrationWarning.
+    if _az is None or ARVIZ_MAJOR >= 1:
+        return False
+    return isinstance(obj, _az.InferenceData)
+
+
+def _check_result(result: Any) -> None:
+    if not (is_datatree(result) or is_inferencedata(result)):
+        raise TypeError(
+            "expected an arviz.InferenceData or xarray.DataTree (the result of pm.sample), "
+            f"got {type(result).__name__}"
+        )
+
+
+def group_names(result) -> list[str]:
+    """Names of the top-level groups, e.g. ``['posterior', 'sample_stats']``.
+
+    InferenceData: ``result.groups()`` (includes ``warmup_*`` groups). DataTree: the
+    names of the root's children (the root node itself is not a group).
+    """
+    _check_result(result)
+    if is_datatree(result):
+        return list(result.children)
+    return list(result.groups())
+
+
+def posterior_dataset(result, group: str = "posterior") -> xr.Dataset:
+    """Return ``group`` of a sampling result as an ``xarray.Dataset``.
+
+    For a DataTree the node is converted with ``to_dataset()`` (inherited coordinates
+    included); for InferenceData the stored Dataset is returned as is. Raises
+    ``KeyError`` if the group does not exist.
+    """
+    _check_result(result)
+    if group not in group_names(result):
+        raise KeyError(f"no group {group!r}; available: {group_names(result)}")
+    if is_datatree(result):
+        return result[group].to_dataset()
+    return result[group]
+
+
+def _validate_groups(groups: Mapping[str, xr.Dataset]) -> dict[str, xr.Dataset]:
+    if not isinstance(groups, Mapping) or not groups:
+        raise ValueError("groups must be a non-empty mapping of name -> xarray.Dataset")
+    out = {}
+    for name, ds in groups.items():
+        if not isinstance(name, str) or not name or "/" in name:
+            raise ValueError(f"invalid group name {name!r}")
+        if isinstance(ds, xr.DataArray):
+            ds = ds.to_dataset(name=ds.name if ds.name is not None else name)
+        if not isinstance(ds, xr.Dataset):
+            raise TypeError(f"group {name!r}: expected xarray.Dataset, got {type(ds).__name__}")
+        if not ds.data_vars:
+            # InferenceData silently drops such groups; refuse on both for consistency.
+            raise ValueError(f"group {name!r} has no data variables")
+        out[name] = ds
+    return out
+
+
+def add_groups(result, groups: Mapping[str, xr.Dataset], *, overwrite: bool = False):
+    """Return a copy of ``result`` with ``groups`` added; same type as ``result``.
+
+    Parameters
+    ----------
+    result : arviz.InferenceData or xarray.DataTree
+        Output of ``pm.sample`` (PyMC 5 or 6).
+    groups : mapping of str -> xarray.Dataset
+        New groups. A ``DataArray`` is accepted and wrapped in a Dataset. Each Dataset
+        must have at least one data variable (InferenceData would drop it otherwise).
+    overwrite : bool, default False
+        Replace groups that already exist instead of raising ``ValueError``.
+
+    Notes
+    -----
+    The input is not mutated. The copy is *shallow*: the container (InferenceData
+    object / tree nodes) is new, but existing groups' arrays are shared with
+    ``result``, so it is cheap even for large posteriors. Root attributes
+    (``InferenceData.attrs`` / the tree root's ``attrs``) and group attributes are kept.
+    """
+    _check_result(result)
+    new = _validate_groups(groups)
+    existing = group_names(result)
+    clash = [g for g in new if g in existing]
+    if clash and not overwrite:
+        raise ValueError(f"group(s) {clash} already exist; pass overwrite=True to replace")
+
+    if is_datatree(result):
+        out = result.copy(deep=False)
+        for name, ds in new.items():
+            out[name] = _DataTree(dataset=ds)
+        return out
+
+    # InferenceData: rebuild a new container around the same Datasets, then add.
+    keep = {g: result[g] for g in existing if g not in new}
+    attrs = dict(result.attrs) or None
+    out = type(result)(attrs=attrs, **keep)
+    with warnings.catch_warnings():
+        # custom group names warn on some ArviZ 0.x versions
+        warnings.filterwarnings("ignore", message=".*not defined in the InferenceData scheme")
+        out.add_groups(new)
+    return out
+
+
+def save(result, path: str | os.PathLike, *, compress: bool = True) -> str:
+    """Write a sampling result to a netCDF4 (HDF5) file with h5netcdf; return the path.
+
+    InferenceData -> ``result.to_netcdf(path, engine="h5netcdf", compress=...)``;
+    DataTree -> ``result.to_netcdf(path, engine="h5netcdf")`` with zlib encoding per
+    variable when ``compress``. An existing file is overwritten.
+    """
+    _check_result(result)
+    path = os.fspath(path)
+    if is_datatree(result):
+        encoding = None
+        if compress:
+            encoding = {}
+            for node in result.subtree:
+                enc = {
+                    name: {"zlib": True}
+                    for name, var in node.to_dataset(inherit=False).variables.items()
+                    if _compressible(var.dtype)
+                }
+                if enc:
+                    encoding[node.path] = enc
+        result.to_netcdf(path, mode="w", engine="h5netcdf", encoding=encoding or None)
+    else:
+        result.to_netcdf(path, compress=compress, engine="h5netcdf")
+    return path
+
+
+def _compressible(dtype) -> bool:
+    return np.issubdtype(dtype, np.number) or np.issubdtype(dtype, np.bool_)
+
+
+def load(path: str | os.PathLike):
+    """Read a file written by :func:`save` (or by ArviZ/xarray) fully into memory.
+
+    Returns the installed PyMC's result type: ``arviz.InferenceData`` on PyMC 5
+    (``az.from_netcdf``), ``xarray.DataTree`` on PyMC 6 (``xarray.open_datatree``,
+    which is what ArviZ 1.x's ``az.from_netcdf`` does). Data are loaded eagerly and
+    the file is closed, so it can be overwritten or deleted afterwards.
+    """
+    path = os.fspath(path)
+    if RESULT_IS_DATATREE:
+        with xr.open_datatree(path, engine="h5netcdf") as tree:
+            return tree.load()
+    with _az.rc_context({"data.load": "eager"}):
+        return _az.from_netcdf(path, engine="h5netcdf")
+
+
+# ---------------------------------------------------------------------------------------
+# PyTensor graph traversal
+# ---------------------------------------------------------------------------------------
+# ``ancestors`` moved to ``pytensor.graph.traversal``; importing it from
+# ``pytensor.graph.basic`` warns on PyTensor 2.3x and may go away.
+try:
+    from pytensor.graph.traversal import ancestors
+except ImportError:  # pragma: no cover - older PyTensor
+    from pytensor.graph.basic import ancestors

@@ -1,0 +1,474 @@
+"""PyMC distributions: the ``Partition`` random variable and collapsed conjugate likelihoods.
+
+A collapsed likelihood has the cluster parameters integrated out, so its log density given the
+labels is the sum over blocks of the marginal likelihood of the block's data. Each likelihood
+random variable has the partition as its first parameter; the step methods find them that way.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pymc as pm
+import pytensor.tensor as pt
+from pymc.distributions.dist_math import check_parameters
+from pytensor.compile.sharedvalue import SharedVariable
+from pytensor.graph.basic import Constant, Variable
+from pytensor.tensor.random.op import RandomVariable
+
+from ..families import draws, kernels, symbolic
+from ..families.transforms import whiten_full_normal
+from .compat import ancestors
+from ..priors import FINITE_DIRICHLET, PITMAN_YOR, PartitionPrior, sample_sequential, symbolic_log_eppf
+
+__all__ = ["Partition", "NormalNormal", "NormalInverseWishart", "BetaBernoulli", "PartitionRV", "CollapsedLikelihoodRV"]
+
+
+def constant_value(var):
+    """The numpy value of a variable that depends on no random variable or input, else ``None``."""
+    if isinstance(var, Constant):
+        return np.asarray(var.data)
+    if isinstance(var, SharedVariable):
+        return np.asarray(var.get_value())
+    for a in ancestors([var]):
+        if a.owner is None and not isinstance(a, Constant | SharedVariable):
+            return None
+        if a.owner is not None and isinstance(a.owner.op, RandomVariable):
+            return None
+    return np.asarray(var.eval())
+
+
+# ----------------------------------------------------------------------------- Partition
+
+
+class PartitionRV(RandomVariable):
+    """Random partition of ``n`` items as a label vector; parameters (alpha, discount, k, n).
+
+    ``k = 0`` means the Pitman-Yor family (the CRP when ``discount = 0``); ``k > 0`` the finite
+    symmetric Dirichlet with ``k`` components.
+    """
+
+    name = "partition"
+    signature = "(),(),(),()->(n)"
+    dtype = "int64"
+    _print_name = ("Partition", "\\operatorname{Partition}")
+
+    def _supp_shape_from_params(self, dist_params, param_shapes=None):
+        return (dist_params[3],)
+
+    def rng_fn(self, rng, alpha, discount, k, n, size=None):
+        code = FINITE_DIRICHLET if k > 0 else PITMAN_YOR
+        params = np.array([alpha, discount, k], dtype=np.float64)
+        n = int(n)
+        if size is None or tuple(size) == ():
+            return sample_sequential(code, params, rng.random(n))
+        size = tuple(size)
+        out = np.empty(size + (n,), np.int64)
+        for idx in np.ndindex(*size):
+            out[idx] = sample_sequential(code, params, rng.random(n))
+        return out
+
+
+partition_rv = PartitionRV()
+
+_INITVAL_STRINGS = ("one_block", "singletons", "prior")
+
+
+class Partition(pm.Discrete):
+    r"""A random partition of ``n`` items with an exchangeable prior, as a vector of labels.
+
+    The value is an int64 vector of length ``n``; items with equal labels are in one cluster.
+    The step methods of this package always return canonical labels (first-appearance order).
+    Its log density is the log EPPF of the prior, differentiable in the prior's parameters.
+
+    Parameters
+    ----------
+    name : str
+    prior : CRP, PitmanYor or FiniteDirichlet
+        Parameters may be numbers or PyMC random variables.
+    n : int
+        Number of items.
+    initval : {"one_block", "singletons", "prior"} or array, default "one_block"
+        Starting partition for sampling.
+
+    Examples
+    --------
+    >>> import pymc as pm, pymc_partitions as pmp
+    >>> with pm.Model() as model:
+    ...     z = pmp.Partition("z", pmp.CRP(1.0), n=5)
+    >>> model.compile_logp()({"z": [0, 0, 1, 1, 2]}) < 0
+    np.True_
+    """
+
+    rv_op = partition_rv
+
+    def __new__(cls, name, prior, n, *args, initval="one_block", **kwargs):
+        n = _check_n(n)
+        initval = _partition_initval(name, initval, n)
+        return super().__new__(cls, name, prior, n, *args, initval=initval, **kwargs)
+
+    @classmethod
+    def dist(cls, prior, n, **kwargs):
+        if not isinstance(prior, PartitionPrior):
+            raise TypeError(f"Partition: prior must be pmp.CRP, pmp.PitmanYor or pmp.FiniteDirichlet, got {prior!r}")
+        n = _check_n(n)
+        return super().dist([prior.alpha, prior.discount, prior.k, n], **kwargs)
+
+    def support_point(rv, size, alpha, discount, k, n):
+        return pt.zeros_like(rv)
+
+    def logp(value, alpha, discount, k, n):
+        n_static = int(constant_value(n))
+        k_static = int(constant_value(k))
+        code = FINITE_DIRICHLET if k_static > 0 else PITMAN_YOR
+        in_range = pt.all(pt.ge(value, 0)) & pt.all(pt.lt(value, n_static))
+        sizes = pt.zeros(n_static, dtype="int64")[pt.clip(value, 0, n_static - 1)].inc(1)
+        lp = symbolic_log_eppf(code, sizes, n_static, alpha, discount, k_static)
+        lp = pt.switch(in_range, lp, -np.inf)
+        return check_parameters(
+            lp,
+            pt.ge(discount, 0),
+            pt.lt(discount, 1),
+            pt.gt(alpha, -discount) if code == PITMAN_YOR else pt.gt(alpha, 0),
+            pt.gt(alpha, 0) if (code == PITMAN_YOR and _is_zero(discount)) else pt.as_tensor(True),
+            msg="alpha > 0 (alpha > -discount for Pitman-Yor), 0 <= discount < 1",
+        )
+
+
+def _is_zero(var):
+    v = constant_value(var)
+    return v is not None and float(v) == 0.0
+
+
+def _check_n(n):
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise ValueError(f"Partition: n must be a positive integer, got n={n!r}")
+    return int(n)
+
+
+def _partition_initval(name, initval, n):
+    if initval is None or (isinstance(initval, str) and initval in ("one_block", "support_point", "moment")):
+        return np.zeros(n, np.int64)
+    if isinstance(initval, str):
+        if initval == "singletons":
+            return np.arange(n, dtype=np.int64)
+        if initval == "prior":
+            return "prior"
+        raise ValueError(f"Partition {name!r}: initval must be one of {_INITVAL_STRINGS} or labels, got {initval!r}")
+    return check_labels(name, initval, n)
+
+
+def check_labels(name, labels, n):
+    """Validate a label vector for partition ``name`` of ``n`` items; returns int64 labels."""
+    arr = np.asarray(labels)
+    if arr.ndim != 1 or arr.shape[0] != n:
+        raise ValueError(f"Partition {name!r}: labels must have length n={n}, got shape {arr.shape}")
+    if not (np.issubdtype(arr.dtype, np.integer) or (np.issubdtype(arr.dtype, np.floating) and np.all(arr == np.round(arr)))):
+        raise TypeError(f"Partition {name!r}: labels must be integers, got dtype {arr.dtype}")
+    arr = arr.astype(np.int64)
+    if arr.min() < 0 or arr.max() >= n:
+        raise ValueError(f"Partition {name!r}: labels must lie in [0, {n}), got range [{arr.min()}, {arr.max()}]")
+    return arr
+
+
+def partition_size(partition) -> int:
+    """n of a Partition random variable."""
+    return int(constant_value(partition.owner.inputs[-1]))
+
+
+def is_partition(var) -> bool:
+    return isinstance(var, Variable) and var.owner is not None and isinstance(var.owner.op, PartitionRV)
+
+
+# ----------------------------------------------------------------------------- likelihoods
+
+
+class CollapsedLikelihoodRV(RandomVariable):
+    """Base op: data (n, D) given labels (first parameter) with cluster parameters integrated out."""
+
+    dtype = "floatX"
+    family_code: int = -1
+
+    def kernel_part(self, data, *hyper):
+        """(family code, data, hyper vector) for the compiled kernels, from numeric values."""
+        raise NotImplementedError
+
+
+class NormalNormalRV(CollapsedLikelihoodRV):
+    name = "normal_normal"
+    signature = "(n),(d),(d),(d)->(n,d)"
+    _print_name = ("NormalNormal", "\\operatorname{NormalNormal}")
+    family_code = kernels.DIAG_NORMAL
+
+    def rng_fn(self, rng, labels, mu0, sigma0, sigma, size=None):
+        _no_size(size)
+        return draws.draw_normal_normal(labels, mu0, sigma0, sigma, rng)
+
+    def kernel_part(self, data, mu0, sigma0, sigma):
+        return kernels.DIAG_NORMAL, data, kernels.diag_normal_hyper(mu0, sigma0, sigma, data.shape[1])
+
+
+class NormalNormalFullRV(CollapsedLikelihoodRV):
+    name = "normal_normal_full"
+    signature = "(n),(d),(d,d),(d,d)->(n,d)"
+    _print_name = ("NormalNormal", "\\operatorname{NormalNormal}")
+    family_code = kernels.DIAG_NORMAL
+
+    def rng_fn(self, rng, labels, mu0, cov0, cov, size=None):
+        _no_size(size)
+        return draws.draw_normal_normal_full(labels, mu0, cov0, cov, rng)
+
+    def kernel_part(self, data, mu0, cov0, cov):
+        y2, mu2, s0sq, log_jac = whiten_full_normal(data, mu0, cov0, cov)
+        hyper = kernels.diag_normal_hyper(mu2, np.sqrt(s0sq), 1.0, data.shape[1], log_jac)
+        return kernels.DIAG_NORMAL, y2, hyper
+
+
+class NIWRV(CollapsedLikelihoodRV):
+    name = "normal_inverse_wishart"
+    signature = "(n),(d),(),(),(d,d)->(n,d)"
+    _print_name = ("NormalInverseWishart", "\\operatorname{NIW}")
+    family_code = kernels.NIW
+
+    def rng_fn(self, rng, labels, mu0, kappa0, nu0, scale0, size=None):
+        _no_size(size)
+        return draws.draw_niw(labels, mu0, kappa0, nu0, scale0, rng)
+
+    def kernel_part(self, data, mu0, kappa0, nu0, scale0):
+        return kernels.NIW, data, kernels.niw_hyper(mu0, kappa0, nu0, scale0, data.shape[1])
+
+
+class BetaBernoulliRV(CollapsedLikelihoodRV):
+    name = "beta_bernoulli"
+    signature = "(n),(d),(d)->(n,d)"
+    dtype = "int64"
+    _print_name = ("BetaBernoulli", "\\operatorname{BetaBernoulli}")
+    family_code = kernels.BETA_BERNOULLI
+
+    def rng_fn(self, rng, labels, a, b, size=None):
+        _no_size(size)
+        return draws.draw_beta_bernoulli(labels, a, b, rng).astype(np.int64)
+
+    def kernel_part(self, data, a, b):
+        return kernels.BETA_BERNOULLI, data, kernels.beta_bernoulli_hyper(a, b, data.shape[1])
+
+
+def _no_size(size):
+    if size is not None and tuple(size) != ():
+        raise NotImplementedError("collapsed likelihoods do not support batched draws (size)")
+
+
+def _check_partition(name, partition):
+    if not is_partition(partition):
+        raise TypeError(
+            f"{name!r}: partition must be a pmp.Partition random variable, got {partition!r}"
+        )
+    return partition_size(partition)
+
+
+def _check_observed(name, observed, n, *, binary=False):
+    if observed is None:
+        raise TypeError(f"{name!r}: a collapsed likelihood needs observed data (observed=...)")
+    if isinstance(observed, Variable):
+        value = constant_value(observed)
+        if value is None:
+            raise TypeError(f"{name!r}: observed must be data (array or pm.Data), not a random variable")
+    else:
+        value = observed
+    try:
+        value = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name!r}: observed must be numeric, got {type(observed).__name__}") from None
+    if value.ndim == 1:
+        value = value[:, None]
+    if value.ndim != 2:
+        raise ValueError(f"{name!r}: observed must be 1-d or 2-d (n, D), got shape {value.shape}")
+    if value.shape[0] != n:
+        raise ValueError(f"{name!r}: observed has {value.shape[0]} rows but the partition has n={n} items")
+    if not np.all(np.isfinite(value)):
+        bad = int(np.sum(~np.isfinite(value)))
+        raise ValueError(f"{name!r}: observed contains {bad} NaN or infinite values")
+    if binary and not np.all((value == 0) | (value == 1)):
+        raise ValueError(f"{name!r}: BetaBernoulli data must be 0/1, got values {np.unique(value)[:5]}")
+    if isinstance(observed, Variable) and observed.ndim == value.ndim:
+        return observed
+    return value
+
+
+def _vector(name, arg, value, dim, *, positive=False):
+    """Broadcast a hyperparameter to shape (dim,), validating numbers."""
+    if isinstance(value, Variable):
+        return pt.broadcast_to(pt.as_tensor_variable(value).astype("float64"), (dim,))
+    arr = np.asarray(value, dtype=np.float64)
+    try:
+        arr = np.broadcast_to(arr, (dim,)).copy()
+    except ValueError:
+        raise ValueError(f"{name!r}: {arg} must be a scalar or have length D={dim}, got shape {arr.shape}") from None
+    if not np.all(np.isfinite(arr)) or (positive and not np.all(arr > 0)):
+        raise ValueError(f"{name!r}: {arg} must be {'positive and ' if positive else ''}finite, got {value!r}")
+    return arr
+
+
+def _scalar(name, arg, value, *, greater=None):
+    if isinstance(value, Variable):
+        return pt.as_tensor_variable(value).astype("float64")
+    arr = np.asarray(value, dtype=np.float64)
+    if arr.ndim != 0 or not np.isfinite(arr) or (greater is not None and not arr > greater):
+        raise ValueError(f"{name!r}: {arg} must be a finite scalar > {greater}, got {value!r}")
+    return float(arr)
+
+
+def _spd(name, arg, value, dim):
+    if isinstance(value, Variable):
+        return pt.as_tensor_variable(value).astype("float64")
+    arr = np.asarray(value, dtype=np.float64)
+    if arr.ndim == 0:
+        arr = float(arr) * np.eye(dim)
+    if arr.shape != (dim, dim):
+        raise ValueError(f"{name!r}: {arg} must be a {dim}x{dim} matrix, got shape {arr.shape}")
+    if not np.allclose(arr, arr.T) or not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name!r}: {arg} must be a finite symmetric matrix")
+    try:
+        np.linalg.cholesky(arr)
+    except np.linalg.LinAlgError:
+        raise ValueError(f"{name!r}: {arg} must be positive definite") from None
+    return arr
+
+
+class NormalNormal(pm.Continuous):
+    r"""Collapsed Normal likelihood with known covariance and a Normal prior on each cluster mean.
+
+    ``y_i | mu_b ~ N(mu_b, Sigma)`` for items i in block b, ``mu_b ~ N(mu0, Sigma0)``, the means
+    integrated out (seed 000's DPMM). Isotropic or diagonal covariances through the standard
+    deviations ``sigma0`` (prior of the means) and ``sigma`` (observations), scalars or length-D;
+    full covariances through ``cov0=`` and ``cov=`` (both given, D×D).
+
+    Examples
+    --------
+    >>> import numpy as np, pymc as pm, pymc_partitions as pmp
+    >>> y = np.r_[np.zeros(3), np.ones(3) * 5]
+    >>> with pm.Model():
+    ...     z = pmp.Partition("z", pmp.CRP(1.0), n=6)
+    ...     obs = pmp.NormalNormal("y", partition=z, mu0=0.0, sigma0=3.0, sigma=1.0, observed=y)
+    """
+
+    rv_op = NormalNormalRV()
+
+    def __new__(cls, name, partition, mu0=0.0, sigma0=1.0, sigma=1.0, *, cov0=None, cov=None, observed=None, **kwargs):
+        n = _check_partition(name, partition)
+        obs = _check_observed(name, observed, n)
+        dim = int(np.shape(constant_value(obs) if isinstance(obs, Variable) else obs)[1])
+        mu0 = _vector(name, "mu0", mu0, dim)
+        if cov0 is not None or cov is not None:
+            if cov0 is None or cov is None:
+                raise ValueError(f"{name!r}: give both cov0 and cov for full covariances")
+            return _NormalNormalFull(name, partition, mu0, _spd(name, "cov0", cov0, dim), _spd(name, "cov", cov, dim),
+                                     observed=obs, **kwargs)
+        s0 = _vector(name, "sigma0", sigma0, dim, positive=True)
+        s = _vector(name, "sigma", sigma, dim, positive=True)
+        return super().__new__(cls, name, partition, mu0, s0, s, observed=obs, **kwargs)
+
+    @classmethod
+    def dist(cls, partition, mu0, sigma0, sigma, **kwargs):
+        return super().dist([partition, mu0, sigma0, sigma], **kwargs)
+
+    def support_point(rv, size, partition, mu0, sigma0, sigma):
+        return pt.zeros_like(rv)
+
+    def logp(value, partition, mu0, sigma0, sigma):
+        lp = symbolic.normal_normal_logp(partition, value, mu0, sigma0, sigma)
+        return check_parameters(lp, pt.all(sigma0 > 0), pt.all(sigma > 0), msg="sigma0 > 0, sigma > 0")
+
+
+class _NormalNormalFull(pm.Continuous):
+    rv_op = NormalNormalFullRV()
+
+    @classmethod
+    def dist(cls, partition, mu0, cov0, cov, **kwargs):
+        return super().dist([partition, mu0, cov0, cov], **kwargs)
+
+    def support_point(rv, size, partition, mu0, cov0, cov):
+        return pt.zeros_like(rv)
+
+    def logp(value, partition, mu0, cov0, cov):
+        return symbolic.normal_normal_full_logp(partition, value, mu0, cov0, cov)
+
+
+class NormalInverseWishart(pm.Continuous):
+    r"""Collapsed multivariate Normal likelihood with unknown mean and covariance per cluster.
+
+    ``Sigma_b ~ InvWishart(nu0, scale0)``, ``mu_b | Sigma_b ~ N(mu0, Sigma_b / kappa0)``,
+    ``y_i ~ N(mu_b, Sigma_b)``; both integrated out (seed 003, App. E.1, with the standard
+    multivariate Gamma). Requires ``nu0 > D - 1``, ``kappa0 > 0``, ``scale0`` positive definite.
+
+    Examples
+    --------
+    >>> import numpy as np, pymc as pm, pymc_partitions as pmp
+    >>> y = np.random.default_rng(0).normal(size=(10, 2))
+    >>> with pm.Model():
+    ...     z = pmp.Partition("z", pmp.CRP(1.0), n=10)
+    ...     obs = pmp.NormalInverseWishart("y", partition=z, mu0=0.0, kappa0=1.0, nu0=4.0,
+    ...                                    scale0=np.eye(2), observed=y)
+    """
+
+    rv_op = NIWRV()
+
+    def __new__(cls, name, partition, mu0=0.0, kappa0=1.0, nu0=None, scale0=None, *, observed=None, **kwargs):
+        n = _check_partition(name, partition)
+        obs = _check_observed(name, observed, n)
+        dim = int(np.shape(constant_value(obs) if isinstance(obs, Variable) else obs)[1])
+        nu0 = dim + 2.0 if nu0 is None else nu0
+        scale0 = np.eye(dim) if scale0 is None else scale0
+        return super().__new__(
+            cls, name, partition, _vector(name, "mu0", mu0, dim), _scalar(name, "kappa0", kappa0, greater=0.0),
+            _scalar(name, "nu0", nu0, greater=dim - 1.0), _spd(name, "scale0", scale0, dim), observed=obs, **kwargs,
+        )
+
+    @classmethod
+    def dist(cls, partition, mu0, kappa0, nu0, scale0, **kwargs):
+        return super().dist([partition, mu0, kappa0, nu0, scale0], **kwargs)
+
+    def support_point(rv, size, partition, mu0, kappa0, nu0, scale0):
+        return pt.zeros_like(rv)
+
+    def logp(value, partition, mu0, kappa0, nu0, scale0):
+        return symbolic.niw_logp(partition, value, mu0, kappa0, nu0, scale0)
+
+
+class BetaBernoulli(pm.Discrete):
+    r"""Collapsed Bernoulli likelihood for binary vectors with Beta(a, b) priors per dimension.
+
+    ``theta_bd ~ Beta(a_d, b_d)``, ``y_id ~ Bernoulli(theta_bd)``, theta integrated out (seed 003,
+    App. E.2; seed 004's Bernoulli mixture). Data must be 0/1.
+
+    Examples
+    --------
+    >>> import numpy as np, pymc as pm, pymc_partitions as pmp
+    >>> y = np.array([[1, 0], [1, 1], [0, 0]])
+    >>> with pm.Model():
+    ...     z = pmp.Partition("z", pmp.CRP(1.0), n=3)
+    ...     obs = pmp.BetaBernoulli("y", partition=z, a=1.0, b=1.0, observed=y)
+    """
+
+    rv_op = BetaBernoulliRV()
+
+    def __new__(cls, name, partition, a=1.0, b=1.0, *, observed=None, **kwargs):
+        n = _check_partition(name, partition)
+        obs = _check_observed(name, observed, n, binary=True)
+        dim = int(np.shape(constant_value(obs) if isinstance(obs, Variable) else obs)[1])
+        if not isinstance(obs, Variable):
+            obs = obs.astype(np.int64)
+        return super().__new__(
+            cls, name, partition, _vector(name, "a", a, dim, positive=True), _vector(name, "b", b, dim, positive=True),
+            observed=obs, **kwargs,
+        )
+
+    @classmethod
+    def dist(cls, partition, a, b, **kwargs):
+        return super().dist([partition, a, b], **kwargs)
+
+    def support_point(rv, size, partition, a, b):
+        return pt.zeros_like(rv)
+
+    def logp(value, partition, a, b):
+        lp = symbolic.beta_bernoulli_logp(partition, value, a, b)
+        return check_parameters(lp, pt.all(a > 0), pt.all(b > 0), msg="a > 0, b > 0")

@@ -1,0 +1,303 @@
+"""Step methods for ``pm.sample``: collapsed Gibbs on a Partition, and prior-parameter updates.
+
+The steps are thin: they read the labels and the current hyperparameter values from the point,
+call a compiled kernel from :mod:`pymc_partitions.samplers`, and write the labels back.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pymc as pm
+
+from ..priors import PITMAN_YOR, log_eppf_sizes
+from ..samplers.gibbs import gibbs_sweeps
+from .compat import STEP_METHODS, BlockedStep, ChainSetupMixin, Competence, ancestors
+from .distributions import constant_value, is_partition
+from .terms import PartitionTerms, _resolve_rv
+
+__all__ = ["CollapsedGibbs", "EscobarWest", "PriorSlice", "register"]
+
+
+class CollapsedGibbs(ChainSetupMixin, BlockedStep):
+    """Collapsed Gibbs sampler for a ``pmp.Partition`` variable (Neal 2000, Algorithm 3).
+
+    Each draw is ``sweeps`` full random-scan sweeps: every item is removed from its block and
+    reassigned given all others, with the cluster parameters integrated out, in one compiled
+    loop. Hyperparameters (alpha, likelihood parameters) are read from the current point, so
+    other steps (NUTS, Slice, :class:`EscobarWest`) may update them in the same ``pm.sample``.
+
+    ``pm.sample`` assigns this step automatically to every Partition variable.
+
+    Parameters
+    ----------
+    vars : list
+        The Partition variable(s); one step is made per partition.
+    sweeps : int, default 1
+        Gibbs sweeps per draw.
+
+    Sampler statistics: ``n_clusters`` (label-invariant) and ``log_joint`` (log prior of the
+    partition + collapsed log likelihood, at the hyperparameter values used in the draw).
+
+    Examples
+    --------
+    >>> import numpy as np, pymc as pm, pymc_partitions as pmp
+    >>> y = np.r_[np.zeros(5), np.ones(5) * 6.0]
+    >>> with pm.Model():
+    ...     z = pmp.Partition("z", pmp.CRP(1.0), n=10)
+    ...     obs = pmp.NormalNormal("y", partition=z, mu0=0.0, sigma0=5.0, sigma=1.0, observed=y)
+    ...     idata = pm.sample(draws=50, tune=10, chains=1, step=pmp.CollapsedGibbs([z]),
+    ...                       progressbar=False, compute_convergence_checks=False, random_seed=1)
+    """
+
+    name = "collapsed_gibbs"
+    default_blocked = False
+    stats_dtypes_shapes = {"n_clusters": (np.int64, []), "log_joint": (np.float64, [])}
+
+    def __init__(self, vars=None, model=None, sweeps=1, rng=None, blocked=None, **kwargs):
+        model = pm.modelcontext(model)
+        if vars is None:
+            vars = [v for v in model.free_RVs if is_partition(v)]
+        vars = list(vars) if isinstance(vars, (list, tuple)) else [vars]
+        if len(vars) != 1:
+            raise ValueError(f"CollapsedGibbs updates one partition per step, got {len(vars)} variables")
+        if int(sweeps) < 1:
+            raise ValueError(f"CollapsedGibbs: sweeps must be a positive integer, got {sweeps!r}")
+        self.terms = PartitionTerms(model, vars[0])
+        self.vars = [model.rvs_to_values[_resolve_rv(model, vars[0])]]
+        self.sweeps = int(sweeps)
+        self.rng = np.random.default_rng(rng)
+
+    def step(self, point):
+        terms = self.terms
+        labels = terms.labels(point)
+        prior_params, pack = terms.kernel_inputs(point)
+        terms.check_prior_params(prior_params)
+        n = terms.n
+        orders = np.empty((self.sweeps, n), np.int64)
+        for s in range(self.sweeps):
+            orders[s] = self.rng.permutation(n)
+        uniforms = self.rng.random((self.sweeps, n))
+        new, lj = gibbs_sweeps(labels, pack, terms.prior_code, prior_params, orders, uniforms)
+        point = dict(point)
+        point[terms.value_name] = new.astype(terms.dtype, copy=False)
+        return point, [{"n_clusters": int(new.max()) + 1, "log_joint": float(lj)}]
+
+    @staticmethod
+    def competence(var, has_grad):
+        return Competence.IDEAL if is_partition(var) else Competence.INCOMPATIBLE
+
+
+# ----------------------------------------------------------------------------- prior parameters
+
+
+def _prior_parameter_setup(model, var, step_name):
+    """(rv, partition) for a variable that enters the model only as alpha/discount of one prior.
+
+    Then its full conditional involves only its own prior and the partition's EPPF, which costs
+    O(number of clusters) to evaluate, not O(n).
+    """
+    rv = _resolve_rv(model, var)
+    partitions = [z for z in model.free_RVs if is_partition(z) and any(p is rv for p in z.owner.inputs[-4:-2])]
+    if len(partitions) != 1:
+        raise ValueError(f"{step_name}: {rv.name!r} must be the alpha or discount of exactly one pmp.Partition prior")
+    z = partitions[0]
+    others = [
+        v for v in model.basic_RVs + model.potentials
+        if v is not rv and v is not z and rv in ancestors([v], blockers=[z])
+    ]
+    if others:
+        raise ValueError(
+            f"{step_name}: {rv.name!r} must enter the model only through the prior of {z.name!r}, but "
+            f"{', '.join(repr(v.name) for v in others)} also depend on it. Use NUTS or pm.Slice instead."
+        )
+    return rv, z
+
+
+class EscobarWest(ChainSetupMixin, BlockedStep):
+    """Exact Gibbs update of a CRP concentration ``alpha`` with a Gamma prior (Escobar & West 1995).
+
+    Given the partition's number of clusters K, draw eta ~ Beta(alpha + 1, n), then alpha from a
+    two-component mixture of Gammas. O(1) per draw whatever n: the recommended update for alpha
+    (NUTS or Slice re-evaluate the O(n) collapsed likelihood many times per draw).
+
+    Requires ``alpha ~ pm.Gamma(a, b)`` with fixed a, b, used only as the alpha of a ``pmp.CRP``.
+
+    Examples
+    --------
+    >>> import numpy as np, pymc as pm, pymc_partitions as pmp
+    >>> with pm.Model():
+    ...     alpha = pm.Gamma("alpha", 2.0, 1.0)
+    ...     z = pmp.Partition("z", pmp.CRP(alpha), n=10)
+    ...     obs = pmp.NormalNormal("y", partition=z, sigma0=3.0, sigma=1.0, observed=np.arange(10.0))
+    ...     idata = pm.sample(draws=50, tune=10, chains=1, step=[pmp.CollapsedGibbs([z]), pmp.EscobarWest([alpha])],
+    ...                       progressbar=False, compute_convergence_checks=False, random_seed=1)
+    """
+
+    name = "escobar_west"
+    default_blocked = True
+    stats_dtypes_shapes = {"alpha": (np.float64, [])}
+
+    def __init__(self, vars=None, model=None, rng=None, blocked=None, **kwargs):
+        model = pm.modelcontext(model)
+        vars = list(vars) if isinstance(vars, (list, tuple)) else [vars]
+        if len(vars) != 1:
+            raise ValueError("EscobarWest updates one concentration variable")
+        rv, z = _prior_parameter_setup(model, vars[0], "EscobarWest")
+        if z.owner.inputs[-4] is not rv or constant_value(z.owner.inputs[-3]) is None or float(
+            constant_value(z.owner.inputs[-3])
+        ) != 0.0 or int(constant_value(z.owner.inputs[-2])) != 0:
+            raise ValueError(f"EscobarWest: {rv.name!r} must be the alpha of a pmp.CRP prior")
+        transform = model.rvs_to_transforms.get(rv)
+        if transform is not None and type(transform).__name__ != "LogTransform":
+            raise ValueError(f"EscobarWest: {rv.name!r} must use the default log transform or none")
+        op_name = type(rv.owner.op).__name__.lower()
+        if "gamma" not in op_name or "inv" in op_name:
+            raise ValueError(f"EscobarWest: {rv.name!r} must have a pm.Gamma prior, got {type(rv.owner.op).__name__}")
+        shape_param, scale_param = rv.owner.inputs[-2:]
+        shape, scale = constant_value(shape_param), constant_value(scale_param)
+        if shape is None or scale is None:
+            raise ValueError(f"EscobarWest: the Gamma prior of {rv.name!r} must have fixed parameters")
+        self.a = float(shape)
+        self.b = 1.0 / float(scale)
+        value_var = model.rvs_to_values[rv]
+        self.vars = [value_var]
+        self.value_name = value_var.name
+        self.log_scale = transform is not None
+        self.z_value = model.rvs_to_values[z].name
+        self.n = int(constant_value(z.owner.inputs[-1]))
+        self.rng = np.random.default_rng(rng)
+
+    def step(self, point):
+        labels = np.asarray(point[self.z_value])
+        k = np.unique(labels).size
+        alpha = self._to_alpha(point[self.value_name])
+        eta = self.rng.beta(alpha + 1.0, self.n)
+        rate = self.b - math.log(eta)
+        odds = (self.a + k - 1.0) / (self.n * rate)
+        shape = self.a + k if self.rng.random() < odds / (1.0 + odds) else self.a + k - 1.0
+        alpha = self.rng.gamma(shape, 1.0 / rate)
+        point = dict(point)
+        point[self.value_name] = np.asarray(self._from_alpha(alpha), dtype=np.asarray(point[self.value_name]).dtype)
+        return point, [{"alpha": alpha}]
+
+    def _to_alpha(self, value):
+        return math.exp(float(value)) if self.log_scale else float(value)
+
+    def _from_alpha(self, alpha):
+        return math.log(alpha) if self.log_scale else alpha
+
+    @staticmethod
+    def competence(var, has_grad):
+        return Competence.INCOMPATIBLE
+
+
+class PriorSlice(ChainSetupMixin, BlockedStep):
+    """Slice sampling of a partition prior's alpha or discount, from the prior terms only.
+
+    The full conditional of a parameter that enters the model only through a Partition prior is
+    its own prior density times the EPPF of the current partition, which depends on the data
+    size only through the block sizes: each evaluation costs O(number of clusters), not O(n).
+    Univariate slice sampling (Neal 2003, stepping out and shrinkage) on the variable's
+    unconstrained value. Works for any prior on alpha (or discount), for CRP, Pitman-Yor and
+    finite Dirichlet priors.
+
+    Parameters
+    ----------
+    vars : list
+        One variable: the alpha or discount of a Partition prior.
+    width : float, default 1.0
+        Initial slice width on the unconstrained scale.
+
+    Examples
+    --------
+    >>> import numpy as np, pymc as pm, pymc_partitions as pmp
+    >>> with pm.Model():
+    ...     d = pm.Beta("d", 1.0, 3.0)
+    ...     z = pmp.Partition("z", pmp.PitmanYor(1.0, d), n=10)
+    ...     obs = pmp.NormalNormal("y", partition=z, sigma0=3.0, sigma=1.0, observed=np.arange(10.0))
+    ...     idata = pm.sample(draws=50, tune=10, chains=1, step=[pmp.CollapsedGibbs([z]), pmp.PriorSlice([d])],
+    ...                       progressbar=False, compute_convergence_checks=False, random_seed=1)
+    """
+
+    name = "prior_slice"
+    default_blocked = True
+    stats_dtypes_shapes = {"value": (np.float64, []), "n_evals": (np.int64, [])}
+
+    def __init__(self, vars=None, model=None, width=1.0, max_steps=50, rng=None, blocked=None, **kwargs):
+        model = pm.modelcontext(model)
+        vars = list(vars) if isinstance(vars, (list, tuple)) else [vars]
+        if len(vars) != 1:
+            raise ValueError("PriorSlice updates one variable")
+        rv, z = _prior_parameter_setup(model, vars[0], "PriorSlice")
+        if rv.ndim != 0:
+            raise ValueError(f"PriorSlice: {rv.name!r} must be a scalar")
+        value_var = model.rvs_to_values[rv]
+        self.vars = [value_var]
+        self.value_name = value_var.name
+        self.z_value = model.rvs_to_values[z].name
+        alpha, discount, k, _ = z.owner.inputs[-4:]
+        self.prior_code = PITMAN_YOR if int(constant_value(k)) == 0 else 1
+        self.k = float(constant_value(k))
+        own_logp = model.logp(vars=[rv], jacobian=True, sum=True)
+        params = model.replace_rvs_by_values([alpha, discount])
+        self._fn = model.compile_fn([own_logp, *params], inputs=model.value_vars, on_unused_input="ignore",
+                                    point_fn=True)
+        self.width = float(width)
+        self.max_steps = int(max_steps)
+        self.rng = np.random.default_rng(rng)
+
+    def _logp(self, point, value, sizes):
+        point[self.value_name] = np.asarray(value, dtype=point[self.value_name].dtype)
+        own, alpha, discount = self._fn(point)
+        if not np.isfinite(own):
+            return -np.inf
+        alpha, discount = float(alpha), float(discount)
+        if self.prior_code == PITMAN_YOR:
+            if not (0 <= discount < 1 and alpha > -discount and (discount > 0 or alpha > 0)):
+                return -np.inf
+        elif not alpha > 0:
+            return -np.inf
+        return float(own) + log_eppf_sizes(self.prior_code, np.array([alpha, discount, self.k]), sizes)
+
+    def step(self, point):
+        point = dict(point)
+        point[self.value_name] = np.asarray(point[self.value_name])
+        sizes = np.bincount(np.unique(point[self.z_value], return_inverse=True)[1]).astype(np.int64)
+        x0 = float(point[self.value_name])
+        evals = 1
+        level = self._logp(point, x0, sizes) + math.log(self.rng.random())
+        left = x0 - self.width * self.rng.random()
+        right = left + self.width
+        j = int(self.max_steps * self.rng.random())
+        k = self.max_steps - 1 - j
+        while j > 0 and self._logp(point, left, sizes) > level:
+            left -= self.width
+            j -= 1
+            evals += 1
+        while k > 0 and self._logp(point, right, sizes) > level:
+            right += self.width
+            k -= 1
+            evals += 1
+        while True:
+            x1 = left + (right - left) * self.rng.random()
+            evals += 1
+            if self._logp(point, x1, sizes) > level:
+                break
+            if x1 < x0:
+                left = x1
+            else:
+                right = x1
+        point[self.value_name] = np.asarray(x1, dtype=point[self.value_name].dtype)
+        return point, [{"value": x1, "n_evals": evals}]
+
+    @staticmethod
+    def competence(var, has_grad):
+        return Competence.INCOMPATIBLE
+
+
+def register():
+    """Let ``pm.sample`` assign :class:`CollapsedGibbs` to Partition variables automatically."""
+    if CollapsedGibbs not in STEP_METHODS:
+        STEP_METHODS.append(CollapsedGibbs)

@@ -1,0 +1,123 @@
+"""Model introspection: the terms of a PyMC model that involve one Partition variable.
+
+A step method on a partition needs its prior, every collapsed likelihood that uses it, and the
+current values of their hyperparameters (which may be random variables updated by other steps).
+:class:`PartitionTerms` finds them once and turns a model point into kernel inputs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pymc as pm
+
+from ..families.kernels import FamilyPack
+from ..priors import FINITE_DIRICHLET, PITMAN_YOR
+from .compat import ancestors
+from .distributions import CollapsedLikelihoodRV, constant_value, is_partition, partition_size
+
+__all__ = ["PartitionTerms"]
+
+
+def _resolve_rv(model, var):
+    """The random variable behind ``var`` (an RV, its value variable, or its name)."""
+    if isinstance(var, str):
+        var = model[var]
+    if var in model.values_to_rvs:
+        return model.values_to_rvs[var]
+    if var in model.rvs_to_values:
+        return var
+    raise ValueError(f"{var} is not a variable of this model")
+
+
+class PartitionTerms:
+    """Prior, collapsed likelihoods and hyperparameter values for one Partition variable."""
+
+    def __init__(self, model, var):
+        rv = _resolve_rv(model, var)
+        if not is_partition(rv):
+            raise TypeError(f"{rv.name!r} is not a pmp.Partition variable")
+        self.name = rv.name
+        value_var = model.rvs_to_values[rv]
+        self.value_name = value_var.name
+        self.dtype = value_var.dtype
+        self.n = partition_size(rv)
+        alpha, discount, k, _ = rv.owner.inputs[-4:]
+        self.k = int(constant_value(k))
+        self.prior_code = FINITE_DIRICHLET if self.k > 0 else PITMAN_YOR
+
+        self.likelihoods = [
+            obs for obs in model.observed_RVs
+            if isinstance(obs.owner.op, CollapsedLikelihoodRV) and obs.owner.inputs[2] is rv
+        ]
+        self._check_no_other_dependents(model, rv)
+
+        self._ops = [obs.owner.op for obs in self.likelihoods]
+        self._data = [np.asarray(constant_value(model.rvs_to_values[obs]), np.float64) for obs in self.likelihoods]
+        self._data = [d[:, None] if d.ndim == 1 else d for d in self._data]
+        hyper = [alpha, discount] + [p for obs in self.likelihoods for p in obs.owner.inputs[3:]]
+        self._n_hyper = [len(obs.owner.inputs) - 3 for obs in self.likelihoods]
+        values = [constant_value(h) for h in hyper]
+        if all(v is not None for v in values):
+            self._hyper_fn = None
+            self._fixed = values
+        else:
+            outs = model.replace_rvs_by_values(hyper)
+            self._hyper_fn = model.compile_fn(outs, inputs=model.value_vars, on_unused_input="ignore", point_fn=True)
+            self._fixed = None
+        self._cache_key = None
+        self._cache = None
+
+    def _check_no_other_dependents(self, model, rv):
+        ours = set(self.likelihoods) | {rv}
+        others = [v for v in model.basic_RVs + model.potentials if v not in ours]
+        for v in others:
+            if rv in ancestors([v]) and v is not rv:
+                raise ValueError(
+                    f"{v.name!r} depends on the partition {rv.name!r} but is not a collapsed likelihood of "
+                    "pymc_partitions: the partition's step methods would ignore it. Use pmp.NormalNormal, "
+                    "pmp.NormalInverseWishart or pmp.BetaBernoulli for data given the partition."
+                )
+
+    def hyper_values(self, point):
+        """Current numeric values of (alpha, discount, likelihood hyperparameters...)."""
+        if self._hyper_fn is None:
+            return self._fixed
+        return [np.asarray(v) for v in self._hyper_fn(point)]
+
+    def kernel_inputs(self, point):
+        """(prior params [alpha, discount, k], FamilyPack) at ``point``."""
+        values = self.hyper_values(point)
+        alpha, discount = float(values[0]), float(values[1])
+        prior_params = np.array([alpha, discount, self.k], np.float64)
+        key = tuple(np.asarray(v).tobytes() for v in values[2:])
+        if key != self._cache_key:
+            parts, at = [], 2
+            for op, data, m in zip(self._ops, self._data, self._n_hyper):
+                parts.append(op.kernel_part(data, *values[at : at + m]))
+                at += m
+            self._cache = FamilyPack.build(parts, n=self.n)
+            self._cache_key = key
+        return prior_params, self._cache
+
+    def check_prior_params(self, prior_params):
+        """Raise ``ValueError`` if the current prior parameters are outside their support."""
+        alpha, discount, _ = prior_params
+        if self.prior_code == PITMAN_YOR:
+            ok = 0 <= discount < 1 and alpha > -discount and (discount > 0 or alpha > 0)
+        else:
+            ok = alpha > 0
+        if not ok:
+            raise ValueError(f"{self.name!r}: invalid prior parameters alpha={alpha}, discount={discount}")
+
+    def labels(self, point):
+        """The partition's labels in ``point``, validated."""
+        labels = np.asarray(point[self.value_name])
+        if labels.shape != (self.n,):
+            raise ValueError(f"{self.name!r}: labels must have length n={self.n}, got shape {labels.shape}")
+        if labels.min() < 0 or labels.max() >= self.n:
+            raise ValueError(f"{self.name!r}: labels must lie in [0, {self.n}), got [{labels.min()}, {labels.max()}]")
+        return labels
+
+    @staticmethod
+    def of(model=None, var=None):
+        return PartitionTerms(pm.modelcontext(model), var)

@@ -1,0 +1,150 @@
+"""Tests for pymc_partitions.pymc.compat on the installed PyMC (5 or 6)."""
+
+import numpy as np
+import pymc as pm
+import pytest
+import xarray as xr
+
+from pymc_partitions.pymc import compat
+
+
+@pytest.fixture(scope="module")
+def result():
+    with pm.Model():
+        pm.Normal("x", 0.0, 1.0)
+        return pm.sample(
+            draws=20,
+            tune=20,
+            chains=1,
+            cores=1,
+            progressbar=False,
+            compute_convergence_checks=False,
+            random_seed=123,
+        )
+
+
+def _extra():
+    ds = xr.Dataset(
+        {
+            "n_clusters": (("chain", "draw"), np.arange(20, dtype=np.int64)[None, :]),
+            "coclustering": (("i", "j"), np.eye(3)),
+        },
+        coords={"chain": [0], "draw": np.arange(20)},
+        attrs={"method": "gibbs", "n_sweeps": 7},
+    )
+    return ds
+
+
+def test_versions_and_classes():
+    import pymc.step_methods as sm
+    from pymc.step_methods.compound import Competence
+
+    assert compat.PYMC_MAJOR == int(pm.__version__.split(".")[0])
+    assert compat.PYMC_MAJOR in (5, 6)
+    assert compat.ARVIZ_MAJOR == (1 if compat.PYMC_MAJOR >= 6 else 0)
+    assert compat.STEP_METHODS is sm.STEP_METHODS  # same list pm.sample consults
+    assert compat.BlockedStep is sm.BlockedStep
+    assert compat.CompoundStep is sm.CompoundStep
+    assert compat.Competence is Competence
+    assert compat.Competence.IDEAL > compat.Competence.COMPATIBLE
+    expected = "setup_chain" if compat.PYMC_MAJOR >= 6 else "set_rng"
+    assert compat.RNG_PROTOCOL == expected
+    assert hasattr(sm.BlockedStep, expected)
+
+
+def test_result_type(result):
+    assert compat.is_datatree(result) is compat.RESULT_IS_DATATREE
+    assert compat.is_inferencedata(result) is (not compat.RESULT_IS_DATATREE)
+    assert not compat.is_datatree(xr.Dataset())
+    names = compat.group_names(result)
+    assert "posterior" in names and "sample_stats" in names
+    assert all("/" not in n for n in names)
+    post = compat.posterior_dataset(result)
+    assert isinstance(post, xr.Dataset)
+    assert post["x"].shape == (1, 20)
+    assert isinstance(compat.posterior_dataset(result, "sample_stats"), xr.Dataset)
+    with pytest.raises(KeyError):
+        compat.posterior_dataset(result, "nope")
+    with pytest.raises(TypeError):
+        compat.group_names({"posterior": post})
+
+
+def test_add_groups_does_not_mutate(result):
+    before = compat.group_names(result)
+    out = compat.add_groups(result, {"partition_summary": _extra()})
+    assert type(out) is type(result)
+    assert compat.group_names(result) == before
+    assert compat.group_names(out) == before + ["partition_summary"]
+    got = compat.posterior_dataset(out, "partition_summary")
+    np.testing.assert_array_equal(got["n_clusters"].values, np.arange(20)[None, :])
+    np.testing.assert_array_equal(
+        compat.posterior_dataset(out)["x"].values, compat.posterior_dataset(result)["x"].values
+    )
+    with pytest.raises(ValueError, match="already exist"):
+        compat.add_groups(out, {"partition_summary": _extra()})
+    replaced = compat.add_groups(
+        out, {"partition_summary": _extra().assign(k=1.0)}, overwrite=True
+    )
+    assert "k" in compat.posterior_dataset(replaced, "partition_summary")
+    assert "k" not in compat.posterior_dataset(out, "partition_summary")
+    with pytest.raises(ValueError, match="no data variables"):
+        compat.add_groups(result, {"empty": xr.Dataset(attrs={"a": 1})})
+
+
+def test_save_load_round_trip(result, tmp_path):
+    out = compat.add_groups(result, {"partition_summary": _extra()})
+    post_attrs = dict(compat.posterior_dataset(out).attrs)
+    for compress in (True, False):
+        path = tmp_path / f"res_{compress}.nc"
+        assert compat.save(out, path, compress=compress) == str(path)
+        back = compat.load(path)
+        assert type(back) is type(result)
+        assert compat.group_names(back) == compat.group_names(out)
+        got = compat.posterior_dataset(back, "partition_summary")
+        assert got.attrs["method"] == "gibbs"
+        assert int(got.attrs["n_sweeps"]) == 7
+        assert got["n_clusters"].dtype == np.int64
+        np.testing.assert_array_equal(got["coclustering"].values, np.eye(3))
+        xr.testing.assert_allclose(compat.posterior_dataset(back), compat.posterior_dataset(out))
+        back_post_attrs = compat.posterior_dataset(back).attrs
+        assert set(back_post_attrs) == set(post_attrs)
+        assert back_post_attrs["inference_library"] == "pymc"
+    # file closed after load: it can be overwritten
+    compat.save(back, tmp_path / "res_True.nc")
+    assert "partition_summary" in compat.group_names(compat.load(tmp_path / "res_True.nc"))
+
+
+def test_root_attrs_survive(result, tmp_path):
+    out = compat.add_groups(result, {"partition_summary": _extra()})
+    out.attrs["pymc_partitions_version"] = "0.1.0"
+    assert "pymc_partitions_version" not in result.attrs
+    back = compat.load(compat.save(out, tmp_path / "r.nc"))
+    assert back.attrs["pymc_partitions_version"] == "0.1.0"
+
+
+class _Step(compat.ChainSetupMixin, compat.BlockedStep):
+    """Minimal step (bypasses BlockedStep.__new__/__init__ machinery)."""
+
+    def __new__(cls):
+        return object.__new__(cls)
+
+    def __init__(self):
+        self.resets = []
+
+    def reset_chain(self, tune, draws):
+        self.resets.append((tune, draws))
+
+    def step(self, point):  # pragma: no cover - not sampled here
+        return point, []
+
+
+def test_rng_protocol():
+    s = _Step()
+    s.set_rng(np.random.default_rng(1))  # PyMC 5 entry point
+    assert isinstance(s.rng, np.random.Generator) and s.resets == [(None, None)]
+    s.setup_chain(np.random.default_rng(1), 5, 10)  # PyMC 6 entry point
+    assert s.resets[-1] == (5, 10)
+    a = s.rng.random()
+    compat.setup_chain(s, 1, tune=3, draws=4)
+    assert s.resets[-1] == (3, 4)
+    assert s.rng.random() == a  # same seed -> same stream

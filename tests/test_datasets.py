@@ -1,0 +1,63 @@
+"""Tests for the bundled datasets."""
+
+import numpy as np
+import pytest
+
+from pymc_partitions import datasets
+
+
+@pytest.mark.parametrize(
+    "loader, shape, dtype",
+    [
+        (datasets.load_galaxies, (82,), np.float64),
+        (datasets.load_faithful, (272, 2), np.float64),
+        (datasets.load_gene, (200, 50), np.float64),
+        (datasets.load_karate, (78, 2), np.int64),
+    ],
+)
+def test_shape_dtype_finite(loader, shape, dtype):
+    x = loader()
+    assert isinstance(x, np.ndarray)
+    assert x.shape == shape
+    assert x.dtype == dtype
+    assert np.all(np.isfinite(x))
+
+
+def test_galaxies_known_values():
+    x = datasets.load_galaxies()
+    assert x[0] == 9172.0
+    assert x[1] == 9350.0
+    assert x[77] == 26690.0  # the known MASS typo (26960 in Roeder 1990), kept as is
+    assert 9000 < x.min() and x.max() < 35000
+    assert np.all(np.diff(x) >= 0)  # MASS ships them sorted
+
+
+def test_faithful_known_values():
+    x = datasets.load_faithful()
+    np.testing.assert_array_equal(x[0], [3.6, 79.0])
+    assert 1.5 < x[:, 0].min() and x[:, 0].max() < 5.2  # eruptions, minutes
+    assert 40 <= x[:, 1].min() and x[:, 1].max() <= 96  # waiting, minutes
+
+
+def test_gene_standardised():
+    x = datasets.load_gene()
+    assert x[0, 0] == pytest.approx(-0.745843431)
+    np.testing.assert_allclose(x.mean(axis=0), 0.0, atol=1e-6)
+    sd = x.std(axis=0, ddof=1)
+    assert np.all((sd > 0.9) & (sd < 1.1))
+
+
+def test_karate_graph():
+    e = datasets.load_karate()
+    assert e.min() == 0 and e.max() == 33
+    assert len(np.unique(e)) == 34
+    assert np.all(e[:, 0] != e[:, 1])  # no self loops
+    assert len({tuple(sorted(r)) for r in e.tolist()}) == 78  # each edge once
+    deg = np.bincount(e.ravel(), minlength=34)
+    assert deg[0] == 16 and deg[33] == 17  # instructor and administrator
+
+
+def test_fresh_copies():
+    a = datasets.load_galaxies()
+    a[:] = 0
+    assert datasets.load_galaxies()[0] == 9172.0
