@@ -12,6 +12,7 @@ import numpy as np
 import pymc as pm
 
 from ..priors import PITMAN_YOR, log_eppf_sizes
+from ..samplers.concentration import escobar_west
 from ..samplers.gibbs import gibbs_sweeps
 from .compat import STEP_METHODS, BlockedStep, ChainSetupMixin, Competence, ancestors
 from .distributions import constant_value, is_partition
@@ -170,14 +171,9 @@ class EscobarWest(ChainSetupMixin, BlockedStep):
         self.rng = np.random.default_rng(rng)
 
     def step(self, point):
-        labels = np.asarray(point[self.z_value])
-        k = np.unique(labels).size
+        k = int(np.count_nonzero(np.bincount(point[self.z_value])))
         alpha = self._to_alpha(point[self.value_name])
-        eta = self.rng.beta(alpha + 1.0, self.n)
-        rate = self.b - math.log(eta)
-        odds = (self.a + k - 1.0) / (self.n * rate)
-        shape = self.a + k if self.rng.random() < odds / (1.0 + odds) else self.a + k - 1.0
-        alpha = self.rng.gamma(shape, 1.0 / rate)
+        alpha = escobar_west(alpha, k, self.n, self.a, self.b, self.rng)
         point = dict(point)
         point[self.value_name] = np.asarray(self._from_alpha(alpha), dtype=np.asarray(point[self.value_name]).dtype)
         return point, [{"alpha": alpha}]
@@ -264,7 +260,8 @@ class PriorSlice(ChainSetupMixin, BlockedStep):
     def step(self, point):
         point = dict(point)
         point[self.value_name] = np.asarray(point[self.value_name])
-        sizes = np.bincount(np.unique(point[self.z_value], return_inverse=True)[1]).astype(np.int64)
+        sizes = np.bincount(point[self.z_value])
+        sizes = sizes[sizes > 0].astype(np.int64)
         x0 = float(point[self.value_name])
         evals = 1
         level = self._logp(point, x0, sizes) + math.log(self.rng.random())

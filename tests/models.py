@@ -1,0 +1,71 @@
+"""Small models shared by the tests: data, priors and likelihood families at n <= 8."""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import integrate, stats
+
+from pymc_partitions.families import kernels
+from pymc_partitions.families.kernels import FamilyPack
+from pymc_partitions.families.transforms import whiten_full_normal
+from pymc_partitions.priors import CRP, FiniteDirichlet, PitmanYor
+
+PRIORS = {
+    "crp": CRP(1.2),
+    "pitman_yor": PitmanYor(0.5, 0.3),
+    "finite_dirichlet": FiniteDirichlet(0.7, 3),
+}
+
+COV = np.array([[1.0, 0.3], [0.3, 0.8]])
+COV0 = np.array([[4.0, -0.5], [-0.5, 2.0]])
+
+
+def data(n, seed=0):
+    """Two loose groups in 2-d, and binary features loosely tied to them."""
+    rng = np.random.default_rng(seed)
+    group = np.arange(n) % 2
+    y = rng.normal(size=(n, 2)) + np.where(group[:, None] == 1, 2.0, -1.0)
+    b = (rng.random((n, 3)) < np.where(group[:, None] == 1, 0.8, 0.3)).astype(float)
+    return y, b
+
+
+def family_parts(family, n, seed=0):
+    """Kernel parts ``[(code, data, hyper)]`` and the matching PyMC likelihood arguments."""
+    y, b = data(n, seed)
+    if family == "diag":
+        return [(kernels.DIAG_NORMAL, y, kernels.diag_normal_hyper([0.5, 0.0], [2.0, 1.5], [1.0, 0.8], 2))]
+    if family == "full":
+        y2, mu2, s0sq, jac = whiten_full_normal(y, np.zeros(2), COV0, COV)
+        return [(kernels.DIAG_NORMAL, y2, kernels.diag_normal_hyper(mu2, np.sqrt(s0sq), 1.0, 2, jac))]
+    if family == "niw":
+        return [(kernels.NIW, y, kernels.niw_hyper([0.0, 0.0], 0.5, 4.0, np.eye(2), 2))]
+    if family == "bb":
+        return [(kernels.BETA_BERNOULLI, b, kernels.beta_bernoulli_hyper(0.5, [1.0, 2.0, 0.7], 3))]
+    if family == "multi":
+        return family_parts("diag", n, seed) + family_parts("bb", n, seed)
+    raise ValueError(family)
+
+
+def pack(family, n, seed=0):
+    return FamilyPack.build(family_parts(family, n, seed))
+
+
+def gamma_mixed_log_eppf(prior_cls, make_prior, n, shape, rate):
+    """log p(partition) with alpha ~ Gamma(shape, rate) integrated out numerically.
+
+    Returns a function labels -> log prior; integrates once per multiset of block sizes.
+    """
+    cache = {}
+
+    def log_prior(labels):
+        sizes = tuple(sorted(np.bincount(labels)[np.bincount(labels) > 0]))
+        if sizes not in cache:
+            def integrand(a):
+                return np.exp(make_prior(a).log_eppf(np.repeat(np.arange(len(sizes)), sizes))) * stats.gamma.pdf(
+                    a, shape, scale=1.0 / rate
+                )
+            val, _ = integrate.quad(integrand, 0, np.inf, limit=200, epsabs=0, epsrel=1e-10)
+            cache[sizes] = np.log(val)
+        return cache[sizes]
+
+    return log_prior
