@@ -125,15 +125,19 @@ def symbolic_log_eppf(code, sizes, n, alpha, discount, k):
     """
     import pytensor.tensor as pt
 
+    # float64 throughout: PyTensor would compute float literals such as gammaln(k + 1.0) in float32
+    alpha = pt.as_tensor_variable(alpha).astype("float64")
+    discount = pt.as_tensor_variable(discount).astype("float64")
+    n = np.float64(n)
     used = pt.gt(sizes, 0)
     n_used = pt.sum(used)
     if code == PITMAN_YOR:
         body = pt.sum(pt.switch(used, pt.gammaln(pt.maximum(sizes, 1) - discount), 0.0))
         body -= n_used * pt.gammaln(1.0 - discount)
-        i = pt.arange(1, n, dtype="float64")
+        i = pt.arange(1, int(n), dtype="float64")
         body += pt.sum(pt.switch(pt.lt(i, n_used), pt.log(alpha + i * discount), 0.0))
         return body - (pt.gammaln(alpha + n) - pt.gammaln(alpha + 1.0))
-    k = float(k)
+    k = np.float64(k)
     body = pt.sum(pt.switch(used, pt.gammaln(sizes + alpha), 0.0)) - n_used * pt.gammaln(alpha)
     body += pt.gammaln(k + 1.0) - pt.gammaln(pt.maximum(k - n_used, 0) + 1.0)
     body += pt.gammaln(k * alpha) - pt.gammaln(k * alpha + n)

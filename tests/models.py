@@ -35,8 +35,8 @@ def family_parts(family, n, seed=0):
     if family == "diag":
         return [(kernels.DIAG_NORMAL, y, kernels.diag_normal_hyper([0.5, 0.0], [2.0, 1.5], [1.0, 0.8], 2))]
     if family == "full":
-        y2, mu2, s0sq, jac = whiten_full_normal(y, np.zeros(2), COV0, COV)
-        return [(kernels.DIAG_NORMAL, y2, kernels.diag_normal_hyper(mu2, np.sqrt(s0sq), 1.0, 2, jac))]
+        y2, mu2, sigma0_2, jac = whiten_full_normal(y, np.zeros(2), COV0, COV)
+        return [(kernels.DIAG_NORMAL, y2, kernels.diag_normal_hyper(mu2, sigma0_2, 1.0, 2, jac))]
     if family == "niw":
         return [(kernels.NIW, y, kernels.niw_hyper([0.0, 0.0], 0.5, 4.0, np.eye(2), 2))]
     if family == "bb":

@@ -82,6 +82,19 @@ def _chol_logdet(L):
     return 2.0 * pt.sum(pt.log(pt.diagonal(L, axis1=-2, axis2=-1)), axis=-1)
 
 
+def _batched_logdet(X):
+    """log|X| for a stack (..., D, D) of SPD matrices, differentiable.
+
+    ``pt.linalg.slogdet`` / ``log(det)`` on batched inputs trip a rewrite bug in
+    PyTensor 2.x (``slogdet_specialization`` builds a non-Blockwise SLogDet), and a
+    batched Cholesky gradient is slow to compile, so we use ``log(max(det, 0))``:
+    the ``maximum`` hides the pattern from the rewrite and maps non-positive
+    determinants (invalid inputs) to ``-inf``.  Fine unless det over/underflows
+    float64 (|log det| > ~700), which needs extreme scales or large D.
+    """
+    return pt.log(pt.maximum(ptl.det(X), 0.0))
+
+
 def _outer(u):
     return u[..., :, None] * u[..., None, :]
 
@@ -128,10 +141,10 @@ def normal_normal_full_logp(labels, Y, mu0, cov0, cov):
         log p(Y_b) = -m D/2 log 2pi - m sum log diag L1 - 1/2 log|I + m M|
                      - 1/2 sum_i |w_i|^2 + 1/2 s_b^T M (I + m M)^{-1} s_b.
 
-    The per-block D x D matrices ``I + m_b M`` are factorised with a batched
-    Cholesky (n x D x D work), which keeps gradients well defined even when
-    ``M`` has repeated eigenvalues (e.g. isotropic ``cov`` and ``cov0``), unlike
-    an eigendecomposition.  See :func:`transforms.whiten_full_normal` for the
+    The per-block D x D matrices ``I + m_b M`` are handled with batched
+    ``det`` / ``solve`` (n x D x D work), which keeps gradients well defined
+    even when ``M`` has repeated eigenvalues (e.g. isotropic ``cov`` and
+    ``cov0``), unlike an eigendecomposition.  See :func:`transforms.whiten_full_normal` for the
     equivalent numpy diagonalisation.
     """
     Y = _as_data(Y)
@@ -152,18 +165,18 @@ def normal_normal_full_logp(labels, Y, mu0, cov0, cov):
 
     S = _scatter(lab, W)  # (n, D)
     B = pt.eye(D, dtype=Y.dtype)[None, :, :] + counts[:, None, None] * M[None, :, :]
-    LB = ptl.cholesky(B, lower=True)
-    w = ptl.solve_triangular(LB, S, lower=True, b_ndim=1)
-    v = ptl.solve_triangular(LB, S @ M, lower=True, b_ndim=1)
+    logdet_B = _batched_logdet(B)
+    x = ptl.solve(B, S, assume_a="pos", b_ndim=1)  # B^{-1} s_b
 
     logp = (
         -0.5 * fn * fD * _LOG_2PI
         - 0.5 * fn * _chol_logdet(L1)
-        - 0.5 * pt.sum(_chol_logdet(LB))
+        - 0.5 * pt.sum(logdet_B)
         - 0.5 * pt.sum(W**2)
-        + 0.5 * pt.sum(w * v)
+        + 0.5 * pt.sum((S @ M) * x)
     )
-    return _finish(logp, valid)
+    cov0_spd = ~pt.any(pt.isnan(ptl.cholesky(cov0, lower=True)))
+    return _finish(logp, valid, cov0_spd)
 
 
 # --------------------------------------------------------------------------- NIW
@@ -210,8 +223,9 @@ def niw_logp(labels, Y, mu0, kappa0, nu0, scale0):
     S_m = scale0[None, :, :] + R - _outer(s) / kappa_m[:, None, None]
     S_m = 0.5 * (S_m + pt.swapaxes(S_m, -1, -2))
 
+    # scale0 SPD  =>  every S_m SPD; Cholesky of scale0 doubles as the SPD check.
     logdet0 = _chol_logdet(ptl.cholesky(scale0, lower=True))
-    logdet_m = _chol_logdet(ptl.cholesky(S_m, lower=True))
+    logdet_m = _batched_logdet(S_m)
 
     nu0_vec = pt.reshape(nu0, (1,))
     block = (

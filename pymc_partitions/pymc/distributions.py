@@ -124,14 +124,13 @@ class Partition(pm.Discrete):
         sizes = pt.zeros(n_static, dtype="int64")[pt.clip(value, 0, n_static - 1)].inc(1)
         lp = symbolic_log_eppf(code, sizes, n_static, alpha, discount, k_static)
         lp = pt.switch(in_range, lp, -np.inf)
-        return check_parameters(
-            lp,
-            pt.ge(discount, 0),
-            pt.lt(discount, 1),
-            pt.gt(alpha, -discount) if code == PITMAN_YOR else pt.gt(alpha, 0),
-            pt.gt(alpha, 0) if (code == PITMAN_YOR and _is_zero(discount)) else pt.as_tensor(True),
-            msg="alpha > 0 (alpha > -discount for Pitman-Yor), 0 <= discount < 1",
-        )
+        if code == PITMAN_YOR:
+            valid = [pt.ge(discount, 0), pt.lt(discount, 1), pt.gt(alpha, -discount)]
+            if _is_zero(discount):
+                valid.append(pt.gt(alpha, 0))
+        else:
+            valid = [pt.gt(alpha, 0)]
+        return check_parameters(lp, *valid, msg="alpha > 0 (alpha > -discount for Pitman-Yor), 0 <= discount < 1")
 
 
 def _is_zero(var):
@@ -218,8 +217,8 @@ class NormalNormalFullRV(CollapsedLikelihoodRV):
         return draws.draw_normal_normal_full(labels, mu0, cov0, cov, rng)
 
     def kernel_part(self, data, mu0, cov0, cov):
-        y2, mu2, s0sq, log_jac = whiten_full_normal(data, mu0, cov0, cov)
-        hyper = kernels.diag_normal_hyper(mu2, np.sqrt(s0sq), 1.0, data.shape[1], log_jac)
+        y2, mu2, sigma0_2, log_jac = whiten_full_normal(data, mu0, cov0, cov)
+        hyper = kernels.diag_normal_hyper(mu2, sigma0_2, 1.0, data.shape[1], log_jac)
         return kernels.DIAG_NORMAL, y2, hyper
 
 
