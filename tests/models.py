@@ -50,22 +50,30 @@ def pack(family, n, seed=0):
     return FamilyPack.build(family_parts(family, n, seed))
 
 
-def gamma_mixed_log_eppf(prior_cls, make_prior, n, shape, rate):
-    """log p(partition) with alpha ~ Gamma(shape, rate) integrated out numerically.
+def mixed_log_eppf(make_prior, pdf, lo=0.0, hi=np.inf):
+    """log p(partition) with a prior parameter integrated out numerically against ``pdf``.
 
-    Returns a function labels -> log prior; integrates once per multiset of block sizes.
+    ``make_prior(value)`` builds the prior at a parameter value. Returns a function labels -> log
+    prior; integrates once per multiset of block sizes.
     """
     cache = {}
 
     def log_prior(labels):
-        sizes = tuple(sorted(np.bincount(labels)[np.bincount(labels) > 0]))
+        counts = np.bincount(labels)
+        sizes = tuple(sorted(counts[counts > 0]))
         if sizes not in cache:
-            def integrand(a):
-                return np.exp(make_prior(a).log_eppf(np.repeat(np.arange(len(sizes)), sizes))) * stats.gamma.pdf(
-                    a, shape, scale=1.0 / rate
-                )
-            val, _ = integrate.quad(integrand, 0, np.inf, limit=200, epsabs=0, epsrel=1e-10)
+            canon = np.repeat(np.arange(len(sizes)), sizes)
+
+            def integrand(v):
+                return np.exp(make_prior(v).log_eppf(canon)) * pdf(v)
+
+            val, _ = integrate.quad(integrand, lo, hi, limit=200, epsabs=0, epsrel=1e-10)
             cache[sizes] = np.log(val)
         return cache[sizes]
 
     return log_prior
+
+
+def gamma_mixed_log_eppf(make_prior, shape, rate):
+    """:func:`mixed_log_eppf` for a Gamma(shape, rate) prior on alpha."""
+    return mixed_log_eppf(make_prior, lambda a: stats.gamma.pdf(a, shape, scale=1.0 / rate))

@@ -63,7 +63,7 @@ def test_gibbs_with_random_alpha_escobar_west_matches_enumeration():
     exact posterior with alpha ~ Gamma(2, 1) integrated out."""
     n, shape, rate = 7, 2.0, 1.0
     fam = pack("diag", n)
-    log_prior = gamma_mixed_log_eppf(None, CRP, n, shape, rate)
+    log_prior = gamma_mixed_log_eppf(CRP, shape, rate)
     unit = CRP(1.0)
     like = lambda p: log_joint(p, fam, unit.code, unit.kernel_params()) - unit.log_eppf(p)  # noqa: E731
     parts, exact = exact_posterior(n, lambda p: like(p) + log_prior(p))

@@ -1,0 +1,160 @@
+"""pm.sample with the package's steps reproduces exact posteriors (n = 6-7), composes with other
+steps, is reproducible, runs on several cores, and is assigned automatically."""
+
+import numpy as np
+import pymc as pm
+import pytest
+from scipy import stats
+
+import pymc_partitions as pmp
+from enumeration import check_against, exact_posterior
+from models import COV, COV0, data, gamma_mixed_log_eppf, mixed_log_eppf
+from pymc_partitions.pymc.compat import posterior_dataset
+from pymc_partitions.pymc.terms import PartitionTerms
+from pymc_partitions.samplers.gibbs import log_joint
+
+SAMPLE = dict(tune=200, chains=1, cores=1, progressbar=False, compute_convergence_checks=False)
+
+
+def add_likelihood(family, z, n):
+    y, b = data(n)
+    if family == "diag":
+        pmp.NormalNormal("y", partition=z, mu0=[0.5, 0.0], sigma0=[2.0, 1.5], sigma=[1.0, 0.8], observed=y)
+    elif family == "full":
+        pmp.NormalNormal("y", partition=z, mu0=0.0, cov0=COV0, cov=COV, observed=y)
+    elif family == "niw":
+        pmp.NormalInverseWishart("y", partition=z, mu0=0.0, kappa0=0.5, nu0=4.0, scale0=np.eye(2), observed=y)
+    elif family == "bb":
+        pmp.BetaBernoulli("y", partition=z, a=0.5, b=[1.0, 2.0, 0.7], observed=b)
+    else:
+        add_likelihood("diag", z, n)
+        pmp.BetaBernoulli("b", partition=z, a=1.0, b=1.0, observed=b)
+
+
+def likelihood_only(model):
+    """labels -> collapsed log likelihood of ``model`` (fixed likelihood hyperparameters)."""
+    terms = PartitionTerms(model, model["z"])
+    unit = pmp.CRP(1.0)
+    _, pack = terms.kernel_inputs(model.initial_point())
+    return lambda p: log_joint(p, pack, unit.code, unit.kernel_params()) - unit.log_eppf(p)
+
+
+def samples_of(idata):
+    post = posterior_dataset(idata)
+    stats_ = posterior_dataset(idata, "sample_stats")
+    z = post["z"].values.reshape(-1, post["z"].shape[-1])
+    return z, stats_["log_joint"].values.ravel(), stats_["n_clusters"].values.ravel()
+
+
+@pytest.mark.parametrize(
+    "prior,family",
+    [(pmp.CRP(1.2), "diag"), (pmp.PitmanYor(0.5, 0.3), "niw"), (pmp.FiniteDirichlet(0.7, 3), "bb"),
+     (pmp.CRP(0.6), "full"), (pmp.PitmanYor(1.0, 0.5), "multi")],
+    ids=["crp-diag", "py-niw", "fd-bb", "crp-full", "py-multi"],
+)
+def test_pm_sample_matches_enumeration(prior, family):
+    n = 6
+    with pm.Model() as model:
+        z = pmp.Partition("z", prior, n=n)
+        add_likelihood(family, z, n)
+        idata = pm.sample(draws=8000, random_seed=11, **SAMPLE)  # CollapsedGibbs assigned automatically
+    like = likelihood_only(model)
+    parts, exact = exact_posterior(n, lambda p: like(p) + prior.log_eppf(p))
+    _, wrong = exact_posterior(n, lambda p: like(p) + type(prior)(**_scaled(prior)).log_eppf(p))
+    zs, lj, k = samples_of(idata)
+    check_against(parts, exact, zs, [lj, k], wrong=wrong)
+
+
+def _scaled(prior):
+    if isinstance(prior, pmp.FiniteDirichlet):
+        return {"alpha": prior.alpha * 4, "k": prior.k + 1}
+    if isinstance(prior, pmp.PitmanYor):
+        return {"alpha": prior.alpha * 4, "discount": prior.discount}
+    return {"alpha": prior.alpha * 4}
+
+
+def _random_parameter_case(case):
+    """(model, exact marginal log prior of the partition, step for the parameter or None)."""
+    n = 6
+    with pm.Model() as model:
+        if case in ("crp-escobar-west", "crp-nuts", "crp-auto"):
+            alpha = pm.Gamma("alpha", 2.0, 1.0)
+            z = pmp.Partition("z", pmp.CRP(alpha), n=n)
+            log_prior = gamma_mixed_log_eppf(pmp.CRP, 2.0, 1.0)
+            step = {"crp-escobar-west": pmp.EscobarWest, "crp-nuts": pm.NUTS, "crp-auto": None}[case]
+        elif case == "py-discount-slice":
+            alpha = pm.Beta("d", 2.0, 3.0)
+            z = pmp.Partition("z", pmp.PitmanYor(0.8, alpha), n=n)
+            log_prior = mixed_log_eppf(lambda d: pmp.PitmanYor(0.8, d), lambda d: stats.beta.pdf(d, 2.0, 3.0), 0, 1)
+            step = pmp.PriorSlice
+        else:
+            alpha = pm.Gamma("alpha", 2.0, 2.0)
+            z = pmp.Partition("z", pmp.FiniteDirichlet(alpha, 3), n=n)
+            log_prior = gamma_mixed_log_eppf(lambda a: pmp.FiniteDirichlet(a, 3), 2.0, 2.0)
+            step = pmp.PriorSlice
+        add_likelihood("diag", z, n)
+    return model, alpha, log_prior, step
+
+
+@pytest.mark.parametrize("case", ["crp-escobar-west", "py-discount-slice", "fd-alpha-slice", "crp-nuts"])
+def test_random_prior_parameter_matches_enumeration(case):
+    model, param, log_prior, step_cls = _random_parameter_case(case)
+    draws = 3000 if case == "crp-nuts" else 8000
+    with model:
+        steps = [pmp.CollapsedGibbs([model["z"]]), step_cls([param])]
+        idata = pm.sample(draws=draws, step=steps, random_seed=7, **SAMPLE)
+    like = likelihood_only(model)
+    parts, exact = exact_posterior(6, lambda p: like(p) + log_prior(p))
+    zs, lj, k = samples_of(idata)
+    values = posterior_dataset(idata)[param.name].values.ravel()
+    check_against(parts, exact, zs, [lj, k, values])
+
+
+def test_automatic_assignment_and_nuts_composition():
+    from pymc.sampling.mcmc import assign_step_methods  # noqa: PLC0415
+
+    model, alpha, _, _ = _random_parameter_case("crp-auto")
+    _, selected = assign_step_methods(model)
+    assert {cls.__name__: [v.name for v in vs] for cls, vs in selected.items()} == {
+        "CollapsedGibbs": ["z"], "NUTS": ["alpha_log__"]}
+
+
+def test_cores_and_seed_reproducibility_and_dtype():
+    n = 30
+    y = np.r_[np.random.default_rng(0).normal(size=15), np.random.default_rng(1).normal(size=15) + 6]
+    with pm.Model():
+        alpha = pm.Gamma("alpha", 1.0, 1.0)
+        z = pmp.Partition("z", pmp.CRP(alpha), n=n)
+        pmp.NormalNormal("y", partition=z, sigma0=5.0, sigma=1.0, observed=y)
+        kw = dict(draws=100, tune=20, chains=2, cores=2, progressbar=False, compute_convergence_checks=False)
+        a = pm.sample(step=[pmp.EscobarWest([alpha])], random_seed=5, **kw)
+        b = pm.sample(step=[pmp.EscobarWest([alpha])], random_seed=5, **kw)
+    za, zb = posterior_dataset(a)["z"].values, posterior_dataset(b)["z"].values
+    assert np.array_equal(za, zb)
+    assert not np.array_equal(za[0], za[1])  # chains differ
+    assert za.dtype == np.int64
+    # canonical labels: first appearance order
+    flat = za.reshape(-1, n)
+    assert all(np.array_equal(np.unique(r, return_index=True)[1], np.sort(np.unique(r, return_index=True)[1]))
+               and r[0] == 0 for r in flat)
+    k = posterior_dataset(a, "sample_stats")["n_clusters"].values
+    assert np.array_equal(k, za.max(axis=-1) + 1)
+    assert np.mean(k == 2) > 0.5  # two well-separated groups
+
+
+def test_prior_predictive_partition_matches_eppf():
+    n = 4
+    prior = pmp.PitmanYor(0.5, 0.4)
+    with pm.Model():
+        z = pmp.Partition("z", prior, n=n)
+        pmp.NormalNormal("y", partition=z, sigma0=2.0, sigma=1.0, observed=np.zeros(n))
+        pp = pm.sample_prior_predictive(draws=4000, random_seed=3)
+    zs = posterior_dataset(pp, "prior")["z"].values.reshape(-1, n)
+    parts, exact = exact_posterior(n, prior.log_eppf)
+    from enumeration import frequencies  # noqa: PLC0415
+
+    freq = frequencies(parts, zs)
+    chi2 = ((freq - exact) ** 2 / exact).sum() * len(zs)
+    assert stats.chi2.sf(chi2, len(parts) - 1) > 1e-3
+    ys = posterior_dataset(pp, "prior_predictive")["y"].values
+    assert ys.shape[-2:] == (n, 1)
