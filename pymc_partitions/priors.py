@@ -34,7 +34,7 @@ FINITE_DIRICHLET = 1
 # ----------------------------------------------------------------------------- compiled forms
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(cache=True, error_model="numpy")
 def log_join_weight(code, params, size):
     """Unnormalised log weight for joining a block of ``size`` other items."""
     if code == PITMAN_YOR:
@@ -42,7 +42,7 @@ def log_join_weight(code, params, size):
     return math.log(size + params[0])
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(cache=True, error_model="numpy")
 def log_new_weight(code, params, n_other_blocks):
     """Unnormalised log weight for opening a new block when ``n_other_blocks`` exist."""
     if n_other_blocks == 0:
@@ -55,7 +55,7 @@ def log_new_weight(code, params, n_other_blocks):
     return math.log(free * params[0])
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, error_model="numpy")
 def log_eppf_sizes(code, params, sizes):
     """Log EPPF from the vector of (positive) block sizes."""
     alpha = params[0]
@@ -82,7 +82,7 @@ def log_eppf_sizes(code, params, sizes):
     return out
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, error_model="numpy")
 def sample_sequential(code, params, uniforms):
     """Exact prior draw by sequential allocation (Chinese restaurant / Polya urn)."""
     n = uniforms.shape[0]

@@ -223,7 +223,11 @@ def test_invalid_labels_give_minus_inf(fns):
         assert fns["bb"](lab, Yb, np.ones(D), np.ones(D)) == -np.inf
     lab = np.zeros(n, dtype=np.int64)
     assert fns["niw"](lab, Y, np.zeros(D), 1.0, 0.5, np.eye(D)) == -np.inf  # nu0 <= D - 1
-    assert fns["full"](lab, Y, np.zeros(D), np.eye(D), -np.eye(D)) == -np.inf  # not SPD
+    assert fns["full"](lab, Y, np.zeros(D), np.eye(D), -np.eye(D)) == -np.inf  # cov not SPD
+    assert fns["full"](lab, Y, np.zeros(D), -np.eye(D), np.eye(D)) == -np.inf  # cov0 not SPD
+    assert fns["niw"](lab, Y, np.zeros(D), 1.0, 3.0, -np.eye(D)) == -np.inf  # scale0 not SPD
+    assert fns["niw"](np.arange(n), Y, np.zeros(D), -1.0, 3.0, np.eye(D)) == -np.inf  # kappa0 <= 0
+    assert fns["nn"](lab, Y, np.zeros(D), np.ones(D), -np.ones(D)) == -np.inf  # sigma <= 0
     assert fns["bb"](lab, Yb + 0.5, np.ones(D), np.ones(D)) == -np.inf  # non-binary data
 
 

@@ -8,8 +8,9 @@ side in one row and their log predictives add. :class:`FamilyPack` holds that la
 
 Family codes and layouts (``D`` = data dimension):
 
-``DIAG_NORMAL``  hyper ``[mu0 (D), sigma0^2 (D), sigma^2 (D), log_jacobian]``;
-                 stats ``[m, sum (D), sum of squares (D), pred mean (D), pred precision (D), const]``.
+``DIAG_NORMAL``  hyper ``[mu0, sigma0^2, sigma^2 (D each), log_jacobian, 1/sigma0^2, 1/sigma^2,
+                 mu0/sigma0^2 (D each)]``; stats ``[m, sum (D), sum of squares (D),
+                 predictive mean (D), half predictive precision (D), const]``.
                  The full-covariance Normal-Normal model is this one after an exact linear
                  whitening of the data (``families.transforms.whiten_full_normal``).
 ``NIW``          hyper ``[mu0 (D), kappa0, nu0, chol(scale0) (D*D), log|scale0|]``;
@@ -48,11 +49,15 @@ def stats_width(code: int, dim: int) -> int:
 
 
 def diag_normal_hyper(mu0, sigma0, sigma, dim, log_jacobian=0.0) -> np.ndarray:
-    """Hyper vector for the diagonal Normal-Normal family (sds are broadcast to ``dim``)."""
+    """Hyper vector for the diagonal Normal-Normal family (sds are broadcast to ``dim``).
+
+    Layout ``[mu0, sigma0^2, sigma^2, log_jacobian, 1/sigma0^2, 1/sigma^2, mu0/sigma0^2]``; the
+    reciprocals spare the kernels a division per dimension.
+    """
     mu0 = np.broadcast_to(np.asarray(mu0, float), (dim,))
-    s0 = np.broadcast_to(np.asarray(sigma0, float), (dim,))
-    s = np.broadcast_to(np.asarray(sigma, float), (dim,))
-    return np.concatenate([mu0, s0**2, s**2, [float(log_jacobian)]])
+    s0sq = np.broadcast_to(np.asarray(sigma0, float), (dim,)) ** 2
+    ssq = np.broadcast_to(np.asarray(sigma, float), (dim,)) ** 2
+    return np.concatenate([mu0, s0sq, ssq, [float(log_jacobian)], 1.0 / s0sq, 1.0 / ssq, mu0 / s0sq])
 
 
 def niw_hyper(mu0, kappa0, nu0, scale0, dim) -> np.ndarray:
@@ -71,33 +76,45 @@ def beta_bernoulli_hyper(a, b, dim) -> np.ndarray:
 
 
 # ----------------------------------------------------------------------------- per-family code
+#
+# Every function reads block ``b`` of the statistics table ``st`` at column offset ``so``, point
+# ``i`` of the data ``x`` at column offset ``xo`` and the hyper vector ``hp`` at offset ``ho``.
+# Whole arrays and integer offsets, never slices: a slice passed to a non-inlined function costs
+# more than the arithmetic of a candidate block.
+
+_FAST = {"reassoc", "contract", "arcp"}  # no nnan/ninf: -inf is a legitimate weight here
 
 
-@numba.njit(cache=True)
-def _diag_refresh(st, hp, dim):
-    m = st[0]
-    const = 0.0
+@numba.njit(cache=True, fastmath=_FAST, error_model="numpy")
+def _diag_refresh(st, b, so, hp, ho, dim):
+    m = st[b, so]
+    prod = 1.0
+    log_var = 0.0
     for d in range(dim):
-        prec = 1.0 / hp[dim + d] + m / hp[2 * dim + d]
-        mean = (hp[d] / hp[dim + d] + st[1 + d] / hp[2 * dim + d]) / prec
-        var = 1.0 / prec + hp[2 * dim + d]
-        st[1 + 2 * dim + d] = mean
-        st[1 + 3 * dim + d] = 1.0 / var
-        const -= 0.5 * (LOG_2PI + math.log(var))
-    st[1 + 4 * dim] = const + hp[3 * dim]
+        prec = hp[ho + 3 * dim + 1 + d] + m * hp[ho + 4 * dim + 1 + d]
+        inv_prec = 1.0 / prec
+        st[b, so + 1 + 2 * dim + d] = (hp[ho + 5 * dim + 1 + d] + st[b, so + 1 + d] * hp[ho + 4 * dim + 1 + d]) * inv_prec
+        var = inv_prec + hp[ho + 2 * dim + d]
+        st[b, so + 1 + 3 * dim + d] = 0.5 / var
+        prod *= var
+        if d % 16 == 15:
+            log_var += math.log(prod)
+            prod = 1.0
+    log_var += math.log(prod)
+    st[b, so + 1 + 4 * dim] = -0.5 * (dim * LOG_2PI + log_var) + hp[ho + 3 * dim]
 
 
-@numba.njit(cache=True)
-def _niw_refresh(st, hp, dim):
-    m = st[0]
-    r = hp[dim] + m
-    nu = hp[dim + 1] + m
+@numba.njit(cache=True, error_model="numpy")
+def _niw_refresh(st, b, so, hp, ho, dim):
+    m = st[b, so]
+    r = hp[ho + dim] + m
+    nu = hp[ho + dim + 1] + m
     logdet = 0.0
-    base = 1 + dim
+    base = so + 1 + dim
     for d in range(dim):
-        logdet += 2.0 * math.log(st[base + d * dim + d])
-    st[base + dim * dim] = logdet
-    st[base + dim * dim + 1] = (
+        logdet += 2.0 * math.log(st[b, base + d * dim + d])
+    st[b, base + dim * dim] = logdet
+    st[b, base + dim * dim + 1] = (
         -0.5 * dim * LOG_PI
         + 0.5 * dim * math.log(r / (r + 1.0))
         - 0.5 * logdet
@@ -106,156 +123,166 @@ def _niw_refresh(st, hp, dim):
     )
 
 
-@numba.njit(cache=True)
-def _bb_refresh(st, hp, dim):
-    m = st[0]
+@numba.njit(cache=True, error_model="numpy")
+def _bb_refresh(st, b, so, hp, ho, dim):
+    m = st[b, so]
     for d in range(dim):
-        a = hp[d]
-        b = hp[dim + d]
-        tot = math.log(a + b + m)
-        st[1 + dim + d] = math.log(a + st[1 + d]) - tot
-        st[1 + 2 * dim + d] = math.log(b + m - st[1 + d]) - tot
+        a_ = hp[ho + d]
+        b_ = hp[ho + dim + d]
+        tot = math.log(a_ + b_ + m)
+        st[b, so + 1 + dim + d] = math.log(a_ + st[b, so + 1 + d]) - tot
+        st[b, so + 1 + 2 * dim + d] = math.log(b_ + m - st[b, so + 1 + d]) - tot
 
 
-@numba.njit(cache=True)
-def family_init(code, st, hp, dim):
+@numba.njit(cache=True, error_model="numpy")
+def family_init(code, st, b, so, hp, ho, dim):
     """Statistics of an empty block."""
-    st[:] = 0.0
+    for j in range(stats_width_compiled(code, dim)):
+        st[b, so + j] = 0.0
     if code == NIW:
-        st[1 + dim : 1 + dim + dim * dim] = hp[dim + 2 : dim + 2 + dim * dim]
-        _niw_refresh(st, hp, dim)
+        for j in range(dim * dim):
+            st[b, so + 1 + dim + j] = hp[ho + dim + 2 + j]
+        _niw_refresh(st, b, so, hp, ho, dim)
     elif code == DIAG_NORMAL:
-        _diag_refresh(st, hp, dim)
+        _diag_refresh(st, b, so, hp, ho, dim)
     else:
-        _bb_refresh(st, hp, dim)
+        _bb_refresh(st, b, so, hp, ho, dim)
 
 
-@numba.njit(cache=True)
-def _chol_rank_one(L, base, dim, x, sign):
-    # L (row-major in st[base:]) <- chol(L L^T + sign x x^T); x is overwritten.
+@numba.njit(cache=True, error_model="numpy")
+def stats_width_compiled(code, dim):
+    if code == DIAG_NORMAL:
+        return 4 * dim + 2
+    if code == NIW:
+        return dim * dim + dim + 3
+    return 3 * dim + 1
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _chol_rank_one(st, b, base, dim, v, sign):
+    # L (row-major in st[b, base:]) <- chol(L L^T + sign v v^T); v is overwritten.
     for k in range(dim):
-        lkk = L[base + k * dim + k]
-        r2 = lkk * lkk + sign * x[k] * x[k]
+        lkk = st[b, base + k * dim + k]
+        r2 = lkk * lkk + sign * v[k] * v[k]
         if r2 <= 0.0:
             r2 = 1e-300
         r = math.sqrt(r2)
         c = r / lkk
-        s = x[k] / lkk
-        L[base + k * dim + k] = r
+        s = v[k] / lkk
+        st[b, base + k * dim + k] = r
         for i in range(k + 1, dim):
-            lik = (L[base + i * dim + k] + sign * s * x[i]) / c
-            L[base + i * dim + k] = lik
-            x[i] = c * x[i] - s * lik
+            lik = (st[b, base + i * dim + k] + sign * s * v[i]) / c
+            st[b, base + i * dim + k] = lik
+            v[i] = c * v[i] - s * lik
 
 
-@numba.njit(cache=True)
-def family_update(code, st, x, hp, dim, sign, scratch):
-    """Add (``sign = 1``) or remove (``sign = -1``) the point ``x`` from a block's statistics."""
+@numba.njit(cache=True, fastmath=_FAST, error_model="numpy")
+def family_update(code, st, b, so, x, i, xo, hp, ho, dim, sign, scratch):
+    """Add (``sign = 1``) or remove (``sign = -1``) point ``i`` from block ``b``'s statistics."""
     if code == DIAG_NORMAL:
-        st[0] += sign
+        st[b, so] += sign
         for d in range(dim):
-            st[1 + d] += sign * x[d]
-            st[1 + dim + d] += sign * x[d] * x[d]
-        _diag_refresh(st, hp, dim)
+            v = x[i, xo + d]
+            st[b, so + 1 + d] += sign * v
+            st[b, so + 1 + dim + d] += sign * v * v
+        _diag_refresh(st, b, so, hp, ho, dim)
     elif code == NIW:
-        kappa0 = hp[dim]
+        kappa0 = hp[ho + dim]
         if sign > 0:
-            r = kappa0 + st[0]
-            for d in range(dim):
-                scratch[d] = x[d] - (kappa0 * hp[d] + st[1 + d]) / r
+            r = kappa0 + st[b, so]
             f = math.sqrt(r / (r + 1.0))
-            st[0] += 1.0
             for d in range(dim):
-                st[1 + d] += x[d]
-                scratch[d] *= f
-            _chol_rank_one(st, 1 + dim, dim, scratch, 1.0)
+                scratch[d] = (x[i, xo + d] - (kappa0 * hp[ho + d] + st[b, so + 1 + d]) / r) * f
+            st[b, so] += 1.0
+            for d in range(dim):
+                st[b, so + 1 + d] += x[i, xo + d]
+            _chol_rank_one(st, b, so + 1 + dim, dim, scratch, 1.0)
         else:
-            st[0] -= 1.0
+            st[b, so] -= 1.0
             for d in range(dim):
-                st[1 + d] -= x[d]
-            if st[0] < 0.5:
-                family_init(code, st, hp, dim)  # exact reset: no drift in an emptied block
+                st[b, so + 1 + d] -= x[i, xo + d]
+            if st[b, so] < 0.5:
+                family_init(code, st, b, so, hp, ho, dim)  # exact reset: no drift in an emptied block
                 return
-            r = kappa0 + st[0]
+            r = kappa0 + st[b, so]
             f = math.sqrt(r / (r + 1.0))
             for d in range(dim):
-                scratch[d] = (x[d] - (kappa0 * hp[d] + st[1 + d]) / r) * f
-            _chol_rank_one(st, 1 + dim, dim, scratch, -1.0)
-        _niw_refresh(st, hp, dim)
+                scratch[d] = (x[i, xo + d] - (kappa0 * hp[ho + d] + st[b, so + 1 + d]) / r) * f
+            _chol_rank_one(st, b, so + 1 + dim, dim, scratch, -1.0)
+        _niw_refresh(st, b, so, hp, ho, dim)
     else:
-        st[0] += sign
+        st[b, so] += sign
         for d in range(dim):
-            st[1 + d] += sign * x[d]
-        _bb_refresh(st, hp, dim)
+            st[b, so + 1 + d] += sign * x[i, xo + d]
+        _bb_refresh(st, b, so, hp, ho, dim)
 
 
-@numba.njit(cache=True)
-def family_log_pred(code, st, x, hp, dim, scratch):
-    """Log posterior predictive density of ``x`` given a block's statistics."""
+@numba.njit(cache=True, fastmath=_FAST, error_model="numpy")
+def family_log_pred(code, st, b, so, x, i, xo, hp, ho, dim, scratch):
+    """Log posterior predictive density of point ``i`` given block ``b``'s statistics."""
     if code == DIAG_NORMAL:
-        out = st[1 + 4 * dim]
+        out = st[b, so + 1 + 4 * dim]
         for d in range(dim):
-            e = x[d] - st[1 + 2 * dim + d]
-            out -= 0.5 * e * e * st[1 + 3 * dim + d]
+            e = x[i, xo + d] - st[b, so + 1 + 2 * dim + d]
+            out -= e * e * st[b, so + 1 + 3 * dim + d]
         return out
     if code == NIW:
-        kappa0 = hp[dim]
-        m = st[0]
+        kappa0 = hp[ho + dim]
+        m = st[b, so]
         r = kappa0 + m
-        nu = hp[dim + 1] + m
-        base = 1 + dim
-        # forward solve L w = x - u
-        q = 0.0
-        for i in range(dim):
-            v = x[i] - (kappa0 * hp[i] + st[1 + i]) / r
-            for j in range(i):
-                v -= st[base + i * dim + j] * scratch[j]
-            w = v / st[base + i * dim + i]
-            scratch[i] = w
+        nu = hp[ho + dim + 1] + m
+        base = so + 1 + dim
+        q = 0.0  # forward solve L w = x - u, q = |w|^2
+        for a in range(dim):
+            v = x[i, xo + a] - (kappa0 * hp[ho + a] + st[b, so + 1 + a]) / r
+            for c in range(a):
+                v -= st[b, base + a * dim + c] * scratch[c]
+            w = v / st[b, base + a * dim + a]
+            scratch[a] = w
             q += w * w
-        return st[base + dim * dim + 1] - 0.5 * (nu + 1.0) * math.log1p(q * r / (r + 1.0))
+        return st[b, base + dim * dim + 1] - 0.5 * (nu + 1.0) * math.log1p(q * r / (r + 1.0))
     out = 0.0
     for d in range(dim):
-        if x[d] > 0.5:
-            out += st[1 + dim + d]
+        if x[i, xo + d] > 0.5:
+            out += st[b, so + 1 + dim + d]
         else:
-            out += st[1 + 2 * dim + d]
+            out += st[b, so + 1 + 2 * dim + d]
     return out
 
 
-@numba.njit(cache=True)
-def family_log_marginal(code, st, hp, dim):
-    """Log marginal likelihood of all the points in a block (0 for an empty block)."""
-    m = st[0]
+@numba.njit(cache=True, error_model="numpy")
+def family_log_marginal(code, st, b, so, hp, ho, dim):
+    """Log marginal likelihood of all the points in block ``b`` (0 for an empty block)."""
+    m = st[b, so]
     if m < 0.5:
         return 0.0
     out = 0.0
     if code == DIAG_NORMAL:
         for d in range(dim):
-            mu0 = hp[d]
-            t2 = hp[dim + d]
-            s2 = hp[2 * dim + d]
-            sr = st[1 + d] - m * mu0
-            srr = st[1 + dim + d] - 2.0 * mu0 * st[1 + d] + m * mu0 * mu0
+            mu0 = hp[ho + d]
+            t2 = hp[ho + dim + d]
+            s2 = hp[ho + 2 * dim + d]
+            sr = st[b, so + 1 + d] - m * mu0
+            srr = st[b, so + 1 + dim + d] - 2.0 * mu0 * st[b, so + 1 + d] + m * mu0 * mu0
             out += -0.5 * m * (LOG_2PI + math.log(s2)) - 0.5 * math.log1p(m * t2 / s2)
             out -= 0.5 / s2 * (srr - t2 * sr * sr / (s2 + m * t2))
-        return out + m * hp[3 * dim]
+        return out + m * hp[ho + 3 * dim]
     if code == NIW:
-        kappa0 = hp[dim]
-        nu0 = hp[dim + 1]
-        logdet0 = hp[dim + 2 + dim * dim]
-        logdet = st[1 + dim + dim * dim]
+        kappa0 = hp[ho + dim]
+        nu0 = hp[ho + dim + 1]
+        logdet0 = hp[ho + dim + 2 + dim * dim]
+        logdet = st[b, so + 1 + dim + dim * dim]
         out = -0.5 * m * dim * LOG_PI + 0.5 * dim * (math.log(kappa0) - math.log(kappa0 + m))
         out += 0.5 * nu0 * logdet0 - 0.5 * (nu0 + m) * logdet
         for d in range(dim):
             out += math.lgamma(0.5 * (nu0 + m - d)) - math.lgamma(0.5 * (nu0 - d))
         return out
     for d in range(dim):
-        a = hp[d]
-        b = hp[dim + d]
-        c = st[1 + d]
-        out += math.lgamma(a + c) + math.lgamma(b + m - c) - math.lgamma(a + b + m)
-        out -= math.lgamma(a) + math.lgamma(b) - math.lgamma(a + b)
+        a_ = hp[ho + d]
+        b_ = hp[ho + dim + d]
+        c = st[b, so + 1 + d]
+        out += math.lgamma(a_ + c) + math.lgamma(b_ + m - c) - math.lgamma(a_ + b_ + m)
+        out -= math.lgamma(a_) + math.lgamma(b_) - math.lgamma(a_ + b_)
     return out
 
 
@@ -316,40 +343,33 @@ class FamilyPack(NamedTuple):
         return self._replace(hyper=np.concatenate([np.asarray(h, np.float64) for h in hypers]))
 
 
-@numba.njit(cache=True)
-def pack_init(codes, dims, stat_off, hyper_off, hyper, row):
-    """Statistics row of an empty block for all families."""
+@numba.njit(cache=True, error_model="numpy")
+def pack_init(codes, dims, stat_off, hyper_off, hyper, st, b):
+    """Statistics of an empty block ``b`` for all families."""
     for f in range(codes.shape[0]):
-        dim = dims[f]
-        family_init(codes[f], row[stat_off[f] :], hyper[hyper_off[f] :], dim)
+        family_init(codes[f], st, b, stat_off[f], hyper, hyper_off[f], dims[f])
 
 
-@numba.njit(cache=True)
-def pack_update(codes, dims, data_off, stat_off, hyper_off, hyper, row, xrow, sign, scratch):
-    """Add or remove one point (row of the packed data) in all families."""
+@numba.njit(cache=True, error_model="numpy")
+def pack_update(codes, dims, data_off, stat_off, hyper_off, hyper, st, b, x, i, sign, scratch):
+    """Add or remove point ``i`` in block ``b`` for all families."""
     for f in range(codes.shape[0]):
-        dim = dims[f]
-        family_update(
-            codes[f], row[stat_off[f] :], xrow[data_off[f] : data_off[f] + dim], hyper[hyper_off[f] :], dim, sign, scratch
-        )
+        family_update(codes[f], st, b, stat_off[f], x, i, data_off[f], hyper, hyper_off[f], dims[f], sign, scratch)
 
 
-@numba.njit(cache=True)
-def pack_log_pred(codes, dims, data_off, stat_off, hyper_off, hyper, row, xrow, scratch):
-    """Sum over families of the log predictive of one point given one block."""
+@numba.njit(cache=True, error_model="numpy")
+def pack_log_pred(codes, dims, data_off, stat_off, hyper_off, hyper, st, b, x, i, scratch):
+    """Sum over families of the log predictive of point ``i`` given block ``b``."""
     out = 0.0
     for f in range(codes.shape[0]):
-        dim = dims[f]
-        out += family_log_pred(
-            codes[f], row[stat_off[f] :], xrow[data_off[f] : data_off[f] + dim], hyper[hyper_off[f] :], dim, scratch
-        )
+        out += family_log_pred(codes[f], st, b, stat_off[f], x, i, data_off[f], hyper, hyper_off[f], dims[f], scratch)
     return out
 
 
-@numba.njit(cache=True)
-def pack_log_marginal(codes, dims, stat_off, hyper_off, hyper, row):
-    """Sum over families of a block's log marginal likelihood."""
+@numba.njit(cache=True, error_model="numpy")
+def pack_log_marginal(codes, dims, stat_off, hyper_off, hyper, st, b):
+    """Sum over families of block ``b``'s log marginal likelihood."""
     out = 0.0
     for f in range(codes.shape[0]):
-        out += family_log_marginal(codes[f], row[stat_off[f] :], hyper[hyper_off[f] :], dims[f])
+        out += family_log_marginal(codes[f], st, b, stat_off[f], hyper, hyper_off[f], dims[f])
     return out

@@ -142,10 +142,11 @@ def normal_normal_full_logp(labels, Y, mu0, cov0, cov):
                      - 1/2 sum_i |w_i|^2 + 1/2 s_b^T M (I + m M)^{-1} s_b.
 
     The per-block D x D matrices ``I + m_b M`` are handled with batched
-    ``det`` / ``solve`` (n x D x D work), which keeps gradients well defined
+    ``det`` / ``inv`` (n x D x D work), which keeps gradients well defined
     even when ``M`` has repeated eigenvalues (e.g. isotropic ``cov`` and
-    ``cov0``), unlike an eigendecomposition.  See :func:`transforms.whiten_full_normal` for the
-    equivalent numpy diagonalisation.
+    ``cov0``), unlike an eigendecomposition.  See
+    :func:`pymc_partitions.families.transforms.whiten_full_normal` for the
+    equivalent numpy diagonalisation used by the numba kernels.
     """
     Y = _as_data(Y)
     mu0 = _as_float(mu0, Y.dtype)
@@ -156,17 +157,29 @@ def normal_normal_full_logp(labels, Y, mu0, cov0, cov):
     fD = pt.cast(D, Y.dtype)
     fn = pt.cast(n, Y.dtype)
 
-    L1 = ptl.cholesky(cov, lower=True)
+    # Invalid (non-SPD) matrices give NaN Cholesky factors; substitute the
+    # identity so that downstream inverses/dets never see NaN (numba's linalg
+    # raises on non-finite input) and flag the result as -inf instead.
+    eye = pt.eye(D, dtype=Y.dtype)
+    L1 = ptl.cholesky(cov, lower=True, check_finite=False)
+    cov_spd = ~pt.any(pt.isnan(L1))
+    L1 = pt.switch(cov_spd, L1, eye)
+    cov0_spd = ~pt.any(pt.isnan(ptl.cholesky(cov0, lower=True, check_finite=False)))
+    cov0 = pt.switch(cov0_spd, cov0, eye)
+
     r = Y - mu0
-    W = ptl.solve_triangular(L1, r.T, lower=True).T  # whitened residuals (n, D)
-    A = ptl.solve_triangular(L1, cov0, lower=True)
-    M = ptl.solve_triangular(L1, A.T, lower=True)
+    # whitened residuals (n, D)
+    W = ptl.solve_triangular(L1, r.T, lower=True, check_finite=False).T
+    A = ptl.solve_triangular(L1, cov0, lower=True, check_finite=False)
+    M = ptl.solve_triangular(L1, A.T, lower=True, check_finite=False)
     M = 0.5 * (M + M.T)
 
     S = _scatter(lab, W)  # (n, D)
-    B = pt.eye(D, dtype=Y.dtype)[None, :, :] + counts[:, None, None] * M[None, :, :]
+    B = eye[None, :, :] + counts[:, None, None] * M[None, :, :]
     logdet_B = _batched_logdet(B)
-    x = ptl.solve(B, S, assume_a="pos", b_ndim=1)  # B^{-1} s_b
+    # B^{-1} s_b; a batched inverse (eigenvalues of B are >= 1, so well
+    # conditioned) is vectorised by numpy, unlike a Blockwise solve.
+    x = pt.sum(ptl.inv(B) * S[:, None, :], axis=-1)
 
     logp = (
         -0.5 * fn * fD * _LOG_2PI
@@ -175,8 +188,7 @@ def normal_normal_full_logp(labels, Y, mu0, cov0, cov):
         - 0.5 * pt.sum(W**2)
         + 0.5 * pt.sum((S @ M) * x)
     )
-    cov0_spd = ~pt.any(pt.isnan(ptl.cholesky(cov0, lower=True)))
-    return _finish(logp, valid, cov0_spd)
+    return _finish(logp, valid, cov_spd, cov0_spd)
 
 
 # --------------------------------------------------------------------------- NIW
@@ -215,6 +227,14 @@ def niw_logp(labels, Y, mu0, kappa0, nu0, scale0):
     D = Y.shape[1]
     fD = pt.cast(D, Y.dtype)
 
+    L0 = ptl.cholesky(scale0, lower=True, check_finite=False)
+    scale0_spd = ~pt.any(pt.isnan(L0))
+    eye = pt.eye(D, dtype=Y.dtype)
+    L0 = pt.switch(scale0_spd, L0, eye)
+    scale0 = pt.switch(scale0_spd, scale0, eye)  # keep dets finite; result is -inf anyway
+    kappa0_ok = pt.gt(kappa0, 0)
+    kappa0 = pt.switch(kappa0_ok, kappa0, 1.0)  # avoid 1/0 in S_m for kappa0 <= 0
+
     r = Y - mu0
     s = _scatter(lab, r)  # (n, D)
     R = _scatter(lab, _outer(r))  # (n, D, D)
@@ -223,8 +243,8 @@ def niw_logp(labels, Y, mu0, kappa0, nu0, scale0):
     S_m = scale0[None, :, :] + R - _outer(s) / kappa_m[:, None, None]
     S_m = 0.5 * (S_m + pt.swapaxes(S_m, -1, -2))
 
-    # scale0 SPD  =>  every S_m SPD; Cholesky of scale0 doubles as the SPD check.
-    logdet0 = _chol_logdet(ptl.cholesky(scale0, lower=True))
+    # scale0 SPD  =>  every S_m SPD.
+    logdet0 = _chol_logdet(L0)
     logdet_m = _batched_logdet(S_m)
 
     nu0_vec = pt.reshape(nu0, (1,))
@@ -238,7 +258,7 @@ def niw_logp(labels, Y, mu0, kappa0, nu0, scale0):
     )
     block = pt.switch(pt.gt(counts, 0), block, 0.0)
     logp = pt.sum(block)
-    return _finish(logp, valid, pt.gt(kappa0, 0), pt.gt(nu0, fD - 1.0))
+    return _finish(logp, valid, scale0_spd, kappa0_ok, pt.gt(nu0, fD - 1.0))
 
 
 # --------------------------------------------------------------------------- BetaBernoulli

@@ -24,9 +24,9 @@ from ..priors import log_eppf_sizes, log_join_weight, log_new_weight
 __all__ = ["gibbs_sweeps", "log_joint", "GibbsKernel"]
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, error_model="numpy")
 def _build(labels, codes, dims, data_off, stat_off, hyper_off, hyper, data, width, scratch):
-    """Slot table from labels: returns (slot labels, sizes, stats, active slots, n_active)."""
+    """Slot table from labels: returns (slot of each item, sizes, stats, slot order, n_active)."""
     n = labels.shape[0]
     canon = np.empty(n, np.int64)
     lo = labels.min()
@@ -42,17 +42,18 @@ def _build(labels, codes, dims, data_off, stat_off, hyper_off, hyper, data, widt
     sizes = np.zeros(cap, np.int64)
     stats = np.empty((cap, width))
     for s in range(k):
-        pack_init(codes, dims, stat_off, hyper_off, hyper, stats[s])
+        pack_init(codes, dims, stat_off, hyper_off, hyper, stats, s)
     for i in range(n):
         s = canon[i]
         sizes[s] += 1
-        pack_update(codes, dims, data_off, stat_off, hyper_off, hyper, stats[s], data[i], 1.0, scratch)
+        pack_update(codes, dims, data_off, stat_off, hyper_off, hyper, stats, s, data, i, 1.0, scratch)
     active = np.arange(cap)
     return canon, sizes, stats, active, k
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, error_model="numpy")
 def _grow(sizes, stats, active):
+    """Double the slot table (the new slots are free)."""
     cap = sizes.shape[0]
     new_cap = 2 * cap
     sizes2 = np.zeros(new_cap, np.int64)
@@ -64,19 +65,20 @@ def _grow(sizes, stats, active):
     return sizes2, stats2, active2
 
 
-@numba.njit(cache=True)
-def _sweep(slot_of, sizes, stats, active, n_active, order, uniforms, prior_code, prior_params,
-           codes, dims, data_off, stat_off, hyper_off, hyper, data, empty_row, scratch, logw):
-    """One Gibbs sweep in visiting ``order``. ``active[:n_active]`` are the occupied slots and
-    ``active[n_active:]`` the free ones; ``pos`` is rebuilt here (slot -> index in active)."""
+@numba.njit(cache=True, error_model="numpy")
+def _visit(t0, slot_of, sizes, stats, active, pos, join_w, logw, n_active, order, uniforms, prior_code, prior_params,
+           codes, dims, data_off, stat_off, hyper_off, hyper, data, empty, scratch):
+    """Gibbs updates at visits t0, t0+1, ... of ``order``; stops early, before changing anything,
+    when a new block is needed and the slot table is full. Returns (next visit, n_active).
+
+    No array is reassigned here: that keeps numba's reference counting out of the inner loop.
+    """
     cap = sizes.shape[0]
-    pos = np.empty(cap, np.int64)
-    for j in range(cap):
-        pos[active[j]] = j
-    for t in range(order.shape[0]):
+    for t in range(t0, order.shape[0]):
         i = order[t]
-        x = data[i]
         s = slot_of[i]
+        if n_active == cap and sizes[s] > 1:
+            return t, n_active  # a new block might be needed and none is free: grow first
         sizes[s] -= 1
         if sizes[s] == 0:
             # free slot s: swap it to the end of the active part
@@ -88,21 +90,18 @@ def _sweep(slot_of, sizes, stats, active, n_active, order, uniforms, prior_code,
             pos[s] = n_active - 1
             n_active -= 1
         else:
-            pack_update(codes, dims, data_off, stat_off, hyper_off, hyper, stats[s], x, -1.0, scratch)
-        if logw.shape[0] < n_active + 1:
-            logw = np.empty(2 * (n_active + 1))
+            pack_update(codes, dims, data_off, stat_off, hyper_off, hyper, stats, s, data, i, -1.0, scratch)
+            join_w[s] = log_join_weight(prior_code, prior_params, sizes[s])
         top = -np.inf
         for j in range(n_active):
             b = active[j]
-            w = log_join_weight(prior_code, prior_params, sizes[b]) + pack_log_pred(
-                codes, dims, data_off, stat_off, hyper_off, hyper, stats[b], x, scratch
-            )
+            w = join_w[b] + pack_log_pred(codes, dims, data_off, stat_off, hyper_off, hyper, stats, b, data, i, scratch)
             logw[j] = w
             if w > top:
                 top = w
         w = log_new_weight(prior_code, prior_params, n_active)
         if w > -np.inf:
-            w += pack_log_pred(codes, dims, data_off, stat_off, hyper_off, hyper, empty_row, x, scratch)
+            w += pack_log_pred(codes, dims, data_off, stat_off, hyper_off, hyper, empty, 0, data, i, scratch)
         logw[n_active] = w
         if w > top:
             top = w
@@ -121,50 +120,66 @@ def _sweep(slot_of, sizes, stats, active, n_active, order, uniforms, prior_code,
         if chosen == n_active and logw[n_active] == 0.0:
             chosen = n_active - 1  # rounding past the end when a new block is impossible
         if chosen == n_active:
-            if n_active == cap:
-                sizes, stats, active = _grow(sizes, stats, active)
-                cap = sizes.shape[0]
-                pos2 = np.empty(cap, np.int64)
-                pos2[: pos.shape[0]] = pos
-                for j in range(pos.shape[0], cap):
-                    pos2[active[j]] = j
-                pos = pos2
             s = active[n_active]
             n_active += 1
-            stats[s, :] = empty_row
+            stats[s, :] = empty[0]
         else:
             s = active[chosen]
-        pack_update(codes, dims, data_off, stat_off, hyper_off, hyper, stats[s], x, 1.0, scratch)
+        pack_update(codes, dims, data_off, stat_off, hyper_off, hyper, stats, s, data, i, 1.0, scratch)
         sizes[s] += 1
+        join_w[s] = log_join_weight(prior_code, prior_params, sizes[s])
         slot_of[i] = s
-    return sizes, stats, active, n_active
+    return order.shape[0], n_active
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, error_model="numpy")
+def _sweep(slot_of, sizes, stats, active, n_active, order, uniforms, prior_code, prior_params,
+           codes, dims, data_off, stat_off, hyper_off, hyper, data, empty, scratch):
+    """One Gibbs sweep in visiting ``order``. ``active[:n_active]`` are the occupied slots and
+    ``active[n_active:]`` the free ones; the table doubles when full. The prior's log join weight
+    of each slot is cached and refreshed only when the slot's size changes."""
+    t = 0
+    while True:
+        cap = sizes.shape[0]
+        pos = np.empty(cap, np.int64)
+        join_w = np.zeros(cap)
+        logw = np.empty(cap + 1)
+        for j in range(cap):
+            pos[active[j]] = j
+        for j in range(n_active):
+            join_w[active[j]] = log_join_weight(prior_code, prior_params, sizes[active[j]])
+        t, n_active = _visit(t, slot_of, sizes, stats, active, pos, join_w, logw, n_active, order, uniforms,
+                             prior_code, prior_params, codes, dims, data_off, stat_off, hyper_off, hyper, data,
+                             empty, scratch)
+        if t == order.shape[0]:
+            return sizes, stats, active, n_active
+        sizes, stats, active = _grow(sizes, stats, active)
+
+
+@numba.njit(cache=True, error_model="numpy")
 def _log_joint(sizes, stats, active, n_active, prior_code, prior_params, codes, dims, stat_off, hyper_off, hyper):
     occupied = np.empty(n_active, np.int64)
     out = 0.0
     for j in range(n_active):
         b = active[j]
         occupied[j] = sizes[b]
-        out += pack_log_marginal(codes, dims, stat_off, hyper_off, hyper, stats[b])
+        out += pack_log_marginal(codes, dims, stat_off, hyper_off, hyper, stats, b)
     return out + log_eppf_sizes(prior_code, prior_params, occupied)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, error_model="numpy")
 def _gibbs_sweeps(labels, orders, uniforms, prior_code, prior_params,
                   codes, dims, data_off, stat_off, hyper_off, hyper, data, width):
     scratch = np.empty(max(1, data.shape[1]))
     slot_of, sizes, stats, active, n_active = _build(
         labels, codes, dims, data_off, stat_off, hyper_off, hyper, data, width, scratch
     )
-    empty_row = np.empty(width)
-    pack_init(codes, dims, stat_off, hyper_off, hyper, empty_row)
-    logw = np.empty(2 * n_active + 16)
+    empty = np.empty((1, width))
+    pack_init(codes, dims, stat_off, hyper_off, hyper, empty, 0)
     for sweep in range(orders.shape[0]):
         sizes, stats, active, n_active = _sweep(
             slot_of, sizes, stats, active, n_active, orders[sweep], uniforms[sweep], prior_code, prior_params,
-            codes, dims, data_off, stat_off, hyper_off, hyper, data, empty_row, scratch, logw,
+            codes, dims, data_off, stat_off, hyper_off, hyper, data, empty, scratch,
         )
     lj = _log_joint(sizes, stats, active, n_active, prior_code, prior_params, codes, dims, stat_off, hyper_off, hyper)
     # canonical relabelling of the slots
