@@ -102,7 +102,7 @@ def make_pack(family, Y):
     if family == "NormalNormal":
         return FamilyPack.build([(DIAG_NORMAL, Y, diag_normal_hyper(0.0, sigma0_for(dim), 1.0, dim))])
     # the model of the brief: NormalInverseWishart(mu0=0, kappa0=1, nu0=D+2, scale0=I)
-    return FamilyPack.build([(NIW, Y, niw_hyper(0.0, 1.0, dim + 2.0, np.eye(dim), dim))])
+    return FamilyPack.build([(NIW, Y, niw_hyper(0.0, 1.0, dim + 2.0, np.eye(dim), dim, Y.shape[0]))])
 
 
 def draw_randomness(rng, n, sweeps=1):

@@ -38,7 +38,7 @@ def family_parts(family, n, seed=0):
         y2, mu2, sigma0_2, jac = whiten_full_normal(y, np.zeros(2), COV0, COV)
         return [(kernels.DIAG_NORMAL, y2, kernels.diag_normal_hyper(mu2, sigma0_2, 1.0, 2, jac))]
     if family == "niw":
-        return [(kernels.NIW, y, kernels.niw_hyper([0.0, 0.0], 0.5, 4.0, np.eye(2), 2))]
+        return [(kernels.NIW, y, kernels.niw_hyper([0.0, 0.0], 0.5, 4.0, np.eye(2), 2, n))]
     if family == "bb":
         return [(kernels.BETA_BERNOULLI, b, kernels.beta_bernoulli_hyper(0.5, [1.0, 2.0, 0.7], 3))]
     if family == "multi":

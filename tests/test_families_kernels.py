@@ -56,7 +56,7 @@ def test_kernels_match_reference(dim):
         got = kernel_log_lik(z, [(kernels.DIAG_NORMAL, y2, kernels.diag_normal_hyper(mu2, sd2, 1.0, dim, jac))])
         want = ref_total(z, y, ref_log_marginal_normal_normal_full, mu0=mu0, cov0=cov0, cov=cov)
         assert got == pytest.approx(want, rel=1e-9)
-        got = kernel_log_lik(z, [(kernels.NIW, y, kernels.niw_hyper(mu0, kappa0, nu0, cov, dim))])
+        got = kernel_log_lik(z, [(kernels.NIW, y, kernels.niw_hyper(mu0, kappa0, nu0, cov, dim, n))])
         want = ref_total(z, y, ref_log_marginal_niw, mu0=mu0, kappa0=kappa0, nu0=nu0, scale0=cov)
         assert got == pytest.approx(want, rel=1e-9)
         got = kernel_log_lik(z, [(kernels.BETA_BERNOULLI, yb, kernels.beta_bernoulli_hyper(a, b, dim))])
@@ -70,7 +70,7 @@ def test_niw_add_remove_is_exact_after_many_moves():
 
     rng = np.random.default_rng(0)
     y = rng.normal(size=(40, 3)) + np.repeat(rng.normal(size=(4, 3)) * 4, 10, axis=0)
-    pack = FamilyPack.build([(kernels.NIW, y, kernels.niw_hyper(0.0, 0.1, 5.0, np.eye(3), 3))])
+    pack = FamilyPack.build([(kernels.NIW, y, kernels.niw_hyper(0.0, 0.1, 5.0, np.eye(3), 3, 40))])
     prior = pmp.CRP(1.0)
     kernel = GibbsKernel(pack, prior.code, prior.kernel_params(), sweeps=200)
     labels, lj = kernel.step(np.zeros(40, np.int64), rng)

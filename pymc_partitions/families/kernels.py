@@ -14,7 +14,8 @@ Family codes and layouts (``D`` = data dimension):
                  The full-covariance Normal-Normal model is this one after an exact linear
                  whitening of the data (``families.transforms.whiten_full_normal``).
 ``NIW``          hyper ``[mu0 (D), kappa0, nu0, chol(scale0) (D*D), log|scale0|]``;
-                 stats ``[m, sum (D), chol(S_m) (D*D), log|S_m|, const]``.
+                 stats ``[m, sum (D), chol(S_m) (D*D), log|S_m|, const, posterior mean (D),
+                 1/diag(chol) (D), kappa_m/(kappa_m+1), (nu_m+1)/2]``.
 ``BETA_BERNOULLI`` hyper ``[a (D), b (D)]``; stats ``[m, ones (D), log p1 (D), log p0 (D)]``.
 """
 
@@ -25,6 +26,7 @@ from typing import NamedTuple
 
 import numba
 import numpy as np
+from scipy.special import gammaln
 
 DIAG_NORMAL = 0
 NIW = 1
@@ -32,6 +34,7 @@ BETA_BERNOULLI = 2
 
 LOG_2PI = math.log(2.0 * math.pi)
 LOG_PI = math.log(math.pi)
+LOG_2 = math.log(2.0)
 
 
 def stats_width(code: int, dim: int) -> int:
@@ -39,7 +42,7 @@ def stats_width(code: int, dim: int) -> int:
     if code == DIAG_NORMAL:
         return 4 * dim + 2
     if code == NIW:
-        return dim * dim + dim + 3
+        return dim * dim + 3 * dim + 5
     if code == BETA_BERNOULLI:
         return 3 * dim + 1
     raise ValueError(f"unknown family code {code}")
@@ -60,12 +63,23 @@ def diag_normal_hyper(mu0, sigma0, sigma, dim, log_jacobian=0.0) -> np.ndarray:
     return np.concatenate([mu0, s0sq, ssq, [float(log_jacobian)], 1.0 / s0sq, 1.0 / ssq, mu0 / s0sq])
 
 
-def niw_hyper(mu0, kappa0, nu0, scale0, dim) -> np.ndarray:
-    """Hyper vector for the Normal-inverse-Wishart family."""
+def niw_hyper(mu0, kappa0, nu0, scale0, dim, n) -> np.ndarray:
+    """Hyper vector for the Normal-inverse-Wishart family, for blocks of up to ``n`` points.
+
+    Layout ``[mu0 (D), kappa0, nu0, chol(scale0) (D*D), log|scale0|, table (n + 1)]``; the table
+    holds the part of the log predictive that depends only on the block size m,
+    -D/2 log pi + D/2 log(kappa_m/(kappa_m+1)) + lgamma((nu_m+1)/2) - lgamma((nu_m+1-D)/2),
+    so that adding or removing a point evaluates no Gamma function.
+    """
     mu0 = np.broadcast_to(np.asarray(mu0, float), (dim,))
     chol = np.linalg.cholesky(np.asarray(scale0, float).reshape(dim, dim))
     logdet = 2.0 * np.log(np.diag(chol)).sum()
-    return np.concatenate([mu0, [float(kappa0), float(nu0)], chol.ravel(), [logdet]])
+    m = np.arange(n + 1, dtype=float)
+    r, nu = float(kappa0) + m, float(nu0) + m
+    table = -0.5 * dim * LOG_PI + 0.5 * dim * np.log(r / (r + 1.0)) + gammaln(0.5 * (nu + 1.0)) - gammaln(
+        0.5 * (nu + 1.0 - dim)
+    )
+    return np.concatenate([mu0, [float(kappa0), float(nu0)], chol.ravel(), [logdet], table])
 
 
 def beta_bernoulli_hyper(a, b, dim) -> np.ndarray:
@@ -82,45 +96,53 @@ def beta_bernoulli_hyper(a, b, dim) -> np.ndarray:
 # Whole arrays and integer offsets, never slices: a slice passed to a non-inlined function costs
 # more than the arithmetic of a candidate block.
 
-_FAST = {"reassoc", "contract", "arcp"}  # no nnan/ninf: -inf is a legitimate weight here
+_FAST = {"reassoc", "contract", "arcp", "nsz"}  # no nnan/ninf: -inf is a legitimate weight here
 
 
 @numba.njit(cache=True, fastmath=_FAST, error_model="numpy")
 def _diag_refresh(st, b, so, hp, ho, dim):
     m = st[b, so]
-    prod = 1.0
-    log_var = 0.0
-    for d in range(dim):
+    for d in range(dim):  # no branch or log here, so that the loop vectorises
         prec = hp[ho + 3 * dim + 1 + d] + m * hp[ho + 4 * dim + 1 + d]
         inv_prec = 1.0 / prec
         st[b, so + 1 + 2 * dim + d] = (hp[ho + 5 * dim + 1 + d] + st[b, so + 1 + d] * hp[ho + 4 * dim + 1 + d]) * inv_prec
-        var = inv_prec + hp[ho + 2 * dim + d]
-        st[b, so + 1 + 3 * dim + d] = 0.5 / var
-        prod *= var
+        st[b, so + 1 + 3 * dim + d] = 0.5 / (inv_prec + hp[ho + 2 * dim + d])
+    # sum of log variances as logs of products of at most 16 factors (no overflow)
+    log_half_prec = 0.0
+    prod = 1.0
+    for d in range(dim):
+        prod *= st[b, so + 1 + 3 * dim + d]
         if d % 16 == 15:
-            log_var += math.log(prod)
+            log_half_prec += math.log(prod)
             prod = 1.0
-    log_var += math.log(prod)
-    st[b, so + 1 + 4 * dim] = -0.5 * (dim * LOG_2PI + log_var) + hp[ho + 3 * dim]
+    log_half_prec += math.log(prod)
+    # -1/2 sum log(2 pi var) with var = 1 / (2 * half precision)
+    st[b, so + 1 + 4 * dim] = -0.5 * dim * (LOG_2PI - LOG_2) + 0.5 * log_half_prec + hp[ho + 3 * dim]
 
 
 @numba.njit(cache=True, error_model="numpy")
 def _niw_refresh(st, b, so, hp, ho, dim):
     m = st[b, so]
-    r = hp[ho + dim] + m
+    kappa0 = hp[ho + dim]
+    r = kappa0 + m
     nu = hp[ho + dim + 1] + m
-    logdet = 0.0
     base = so + 1 + dim
+    cache = base + dim * dim + 2
+    prod = 1.0
+    logdet = 0.0
     for d in range(dim):
-        logdet += 2.0 * math.log(st[b, base + d * dim + d])
+        diag = st[b, base + d * dim + d]
+        st[b, cache + d] = (kappa0 * hp[ho + d] + st[b, so + 1 + d]) / r
+        st[b, cache + dim + d] = 1.0 / diag
+        prod *= diag
+        if d % 16 == 15:
+            logdet += 2.0 * math.log(prod)
+            prod = 1.0
+    logdet += 2.0 * math.log(prod)
+    st[b, cache + 2 * dim] = r / (r + 1.0)
+    st[b, cache + 2 * dim + 1] = 0.5 * (nu + 1.0)
     st[b, base + dim * dim] = logdet
-    st[b, base + dim * dim + 1] = (
-        -0.5 * dim * LOG_PI
-        + 0.5 * dim * math.log(r / (r + 1.0))
-        - 0.5 * logdet
-        + math.lgamma(0.5 * (nu + 1.0))
-        - math.lgamma(0.5 * (nu + 1.0 - dim))
-    )
+    st[b, base + dim * dim + 1] = hp[ho + dim + 3 + dim * dim + int(m)] - 0.5 * logdet
 
 
 @numba.njit(cache=True, error_model="numpy")
@@ -154,7 +176,7 @@ def stats_width_compiled(code, dim):
     if code == DIAG_NORMAL:
         return 4 * dim + 2
     if code == NIW:
-        return dim * dim + dim + 3
+        return dim * dim + 3 * dim + 5
     return 3 * dim + 1
 
 
@@ -189,10 +211,10 @@ def family_update(code, st, b, so, x, i, xo, hp, ho, dim, sign, scratch):
     elif code == NIW:
         kappa0 = hp[ho + dim]
         if sign > 0:
-            r = kappa0 + st[b, so]
-            f = math.sqrt(r / (r + 1.0))
+            cache = so + 1 + dim + dim * dim + 2
+            f = math.sqrt(st[b, cache + 2 * dim])
             for d in range(dim):
-                scratch[d] = (x[i, xo + d] - (kappa0 * hp[ho + d] + st[b, so + 1 + d]) / r) * f
+                scratch[d] = (x[i, xo + d] - st[b, cache + d]) * f
             st[b, so] += 1.0
             for d in range(dim):
                 st[b, so + 1 + d] += x[i, xo + d]
@@ -227,20 +249,18 @@ def family_log_pred(code, st, b, so, x, i, xo, hp, ho, dim, scratch):
             out -= e * e * st[b, so + 1 + 3 * dim + d]
         return out
     if code == NIW:
-        kappa0 = hp[ho + dim]
-        m = st[b, so]
-        r = kappa0 + m
-        nu = hp[ho + dim + 1] + m
         base = so + 1 + dim
+        cache = base + dim * dim + 2
         q = 0.0  # forward solve L w = x - u, q = |w|^2
         for a in range(dim):
-            v = x[i, xo + a] - (kappa0 * hp[ho + a] + st[b, so + 1 + a]) / r
+            v = x[i, xo + a] - st[b, cache + a]
             for c in range(a):
                 v -= st[b, base + a * dim + c] * scratch[c]
-            w = v / st[b, base + a * dim + a]
+            w = v * st[b, cache + dim + a]
             scratch[a] = w
             q += w * w
-        return st[b, base + dim * dim + 1] - 0.5 * (nu + 1.0) * math.log1p(q * r / (r + 1.0))
+        # log rather than log1p: equal to rounding in absolute terms, and cheaper
+        return st[b, base + dim * dim + 1] - st[b, cache + 2 * dim + 1] * math.log(1.0 + q * st[b, cache + 2 * dim])
     out = 0.0
     for d in range(dim):
         if x[i, xo + d] > 0.5:
@@ -248,6 +268,48 @@ def family_log_pred(code, st, b, so, x, i, xo, hp, ho, dim, scratch):
         else:
             out += st[b, so + 1 + 2 * dim + d]
     return out
+
+
+@numba.njit(cache=True, fastmath=_FAST, error_model="numpy")
+def family_log_preds(code, st, blocks, n_blocks, so, x, i, xo, hp, ho, dim, scratch, out):
+    """Add to ``out[j]`` the log predictive of point ``i`` given block ``blocks[j]``, j < n_blocks.
+
+    One call per point and family, with the family's branch outside the loop over blocks: the
+    cost per candidate block is then only the arithmetic.
+    """
+    if code == DIAG_NORMAL:
+        for j in range(n_blocks):
+            b = blocks[j]
+            lp = st[b, so + 1 + 4 * dim]
+            for d in range(dim):
+                e = x[i, xo + d] - st[b, so + 1 + 2 * dim + d]
+                lp -= e * e * st[b, so + 1 + 3 * dim + d]
+            out[j] += lp
+    elif code == NIW:
+        base = so + 1 + dim
+        cache = base + dim * dim + 2
+        for j in range(n_blocks):
+            b = blocks[j]
+            q = 0.0  # forward solve L w = x - u, q = |w|^2
+            for a in range(dim):
+                v = x[i, xo + a] - st[b, cache + a]
+                for c in range(a):
+                    v -= st[b, base + a * dim + c] * scratch[c]
+                w = v * st[b, cache + dim + a]
+                scratch[a] = w
+                q += w * w
+            # log rather than log1p: equal to rounding in absolute terms, and cheaper
+            out[j] += st[b, base + dim * dim + 1] - st[b, cache + 2 * dim + 1] * math.log(1.0 + q * st[b, cache + 2 * dim])
+    else:
+        for j in range(n_blocks):
+            b = blocks[j]
+            lp = 0.0
+            for d in range(dim):
+                if x[i, xo + d] > 0.5:
+                    lp += st[b, so + 1 + dim + d]
+                else:
+                    lp += st[b, so + 1 + 2 * dim + d]
+            out[j] += lp
 
 
 @numba.njit(cache=True, error_model="numpy")
@@ -364,6 +426,14 @@ def pack_log_pred(codes, dims, data_off, stat_off, hyper_off, hyper, st, b, x, i
     for f in range(codes.shape[0]):
         out += family_log_pred(codes[f], st, b, stat_off[f], x, i, data_off[f], hyper, hyper_off[f], dims[f], scratch)
     return out
+
+
+@numba.njit(cache=True, error_model="numpy")
+def pack_log_preds(codes, dims, data_off, stat_off, hyper_off, hyper, st, blocks, n_blocks, x, i, scratch, out):
+    """Add to ``out[j]`` the summed log predictives of point ``i`` given block ``blocks[j]``."""
+    for f in range(codes.shape[0]):
+        family_log_preds(codes[f], st, blocks, n_blocks, stat_off[f], x, i, data_off[f], hyper, hyper_off[f], dims[f],
+                         scratch, out)
 
 
 @numba.njit(cache=True, error_model="numpy")

@@ -233,7 +233,7 @@ class NIWRV(CollapsedLikelihoodRV):
         return draws.draw_niw(labels, mu0, kappa0, nu0, scale0, rng)
 
     def kernel_part(self, data, mu0, kappa0, nu0, scale0):
-        return kernels.NIW, data, kernels.niw_hyper(mu0, kappa0, nu0, scale0, data.shape[1])
+        return kernels.NIW, data, kernels.niw_hyper(mu0, kappa0, nu0, scale0, data.shape[1], data.shape[0])
 
 
 class BetaBernoulliRV(CollapsedLikelihoodRV):

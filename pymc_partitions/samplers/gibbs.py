@@ -18,7 +18,7 @@ import math
 import numba
 import numpy as np
 
-from ..families.kernels import FamilyPack, pack_init, pack_log_marginal, pack_log_pred, pack_update
+from ..families.kernels import FamilyPack, pack_init, pack_log_marginal, pack_log_pred, pack_log_preds, pack_update
 from ..priors import log_eppf_sizes, log_join_weight, log_new_weight
 
 __all__ = ["gibbs_sweeps", "log_joint", "GibbsKernel"]
@@ -92,13 +92,14 @@ def _visit(t0, slot_of, sizes, stats, active, pos, join_w, logw, n_active, order
         else:
             pack_update(codes, dims, data_off, stat_off, hyper_off, hyper, stats, s, data, i, -1.0, scratch)
             join_w[s] = log_join_weight(prior_code, prior_params, sizes[s])
+        for j in range(n_active):
+            logw[j] = join_w[active[j]]
+        pack_log_preds(codes, dims, data_off, stat_off, hyper_off, hyper, stats, active, n_active, data, i, scratch,
+                       logw)
         top = -np.inf
         for j in range(n_active):
-            b = active[j]
-            w = join_w[b] + pack_log_pred(codes, dims, data_off, stat_off, hyper_off, hyper, stats, b, data, i, scratch)
-            logw[j] = w
-            if w > top:
-                top = w
+            if logw[j] > top:
+                top = logw[j]
         w = log_new_weight(prior_code, prior_params, n_active)
         if w > -np.inf:
             w += pack_log_pred(codes, dims, data_off, stat_off, hyper_off, hyper, empty, 0, data, i, scratch)
@@ -107,7 +108,9 @@ def _visit(t0, slot_of, sizes, stats, active, pos, join_w, logw, n_active, order
             top = w
         total = 0.0
         for j in range(n_active + 1):
-            logw[j] = math.exp(logw[j] - top)
+            d = logw[j] - top
+            # below e^-37 a weight is under one rounding unit of the total (>= 1): skip the exp
+            logw[j] = math.exp(d) if d > -37.0 else 0.0
             total += logw[j]
         target = uniforms[t] * total
         chosen = n_active
