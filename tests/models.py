@@ -68,7 +68,8 @@ def mixed_log_eppf(make_prior, pdf, lo=0.0, hi=np.inf):
                 return np.exp(make_prior(v).log_eppf(canon)) * pdf(v)
 
             val, _ = integrate.quad(integrand, lo, hi, limit=200, epsabs=0, epsrel=1e-10)
-            cache[sizes] = np.log(val)
+            with np.errstate(divide="ignore"):
+                cache[sizes] = np.log(val)  # -inf: impossible under the prior
         return cache[sizes]
 
     return log_prior

@@ -73,7 +73,7 @@ def _scaled(prior):
     return {"alpha": prior.alpha * 4}
 
 
-def _random_parameter_case(case):
+def _random_parameter_case(case, family="diag"):
     """(model, exact marginal log prior of the partition, step for the parameter or None)."""
     n = 6
     with pm.Model() as model:
@@ -92,13 +92,17 @@ def _random_parameter_case(case):
             z = pmp.Partition("z", pmp.FiniteDirichlet(alpha, 3), n=n)
             log_prior = gamma_mixed_log_eppf(lambda a: pmp.FiniteDirichlet(a, 3), 2.0, 2.0)
             step = pmp.PriorSlice
-        add_likelihood("diag", z, n)
+        add_likelihood(family, z, n)
     return model, alpha, log_prior, step
 
 
-@pytest.mark.parametrize("case", ["crp-escobar-west", "py-discount-slice", "fd-alpha-slice", "crp-nuts"])
-def test_random_prior_parameter_matches_enumeration(case):
-    model, param, log_prior, step_cls = _random_parameter_case(case)
+@pytest.mark.parametrize(
+    "case,family",
+    [("crp-escobar-west", "diag"), ("crp-escobar-west", "niw"), ("py-discount-slice", "bb"),
+     ("fd-alpha-slice", "full"), ("fd-alpha-slice", "multi"), ("crp-nuts", "diag")],
+)
+def test_random_prior_parameter_matches_enumeration(case, family):
+    model, param, log_prior, step_cls = _random_parameter_case(case, family)
     draws = 3000 if case == "crp-nuts" else 8000
     with model:
         steps = [pmp.CollapsedGibbs([model["z"]]), step_cls([param])]
