@@ -82,6 +82,21 @@ def _chol_logdet(L):
     return 2.0 * pt.sum(pt.log(pt.diagonal(L, axis1=-2, axis2=-1)), axis=-1)
 
 
+def _spd_guard(X, eye):
+    """(ok, X_safe, chol(X_safe)): X_safe = X if X is SPD else the identity.
+
+    Non-SPD inputs give NaN Cholesky factors; substituting the identity keeps
+    every downstream inverse/det finite (numba's linalg raises on NaN) while
+    ``ok`` turns the result into -inf.  The switch is applied to the *input* of
+    the differentiated Cholesky, not to its output: switching the factor itself
+    triggered wrong gradients under PyTensor 3's numba fusion when two families
+    shared the same matrix.
+    """
+    ok = ~pt.any(pt.isnan(ptl.cholesky(X, lower=True, check_finite=False)))
+    X_safe = pt.switch(ok, X, eye)
+    return ok, X_safe, ptl.cholesky(X_safe, lower=True, check_finite=False)
+
+
 def _batched_logdet(X):
     """log|X| for a stack (..., D, D) of SPD matrices, differentiable.
 
@@ -161,11 +176,8 @@ def normal_normal_full_logp(labels, Y, mu0, cov0, cov):
     # identity so that downstream inverses/dets never see NaN (numba's linalg
     # raises on non-finite input) and flag the result as -inf instead.
     eye = pt.eye(D, dtype=Y.dtype)
-    L1 = ptl.cholesky(cov, lower=True, check_finite=False)
-    cov_spd = ~pt.any(pt.isnan(L1))
-    L1 = pt.switch(cov_spd, L1, eye)
-    cov0_spd = ~pt.any(pt.isnan(ptl.cholesky(cov0, lower=True, check_finite=False)))
-    cov0 = pt.switch(cov0_spd, cov0, eye)
+    cov_spd, cov, L1 = _spd_guard(cov, eye)
+    cov0_spd, cov0, _ = _spd_guard(cov0, eye)
 
     r = Y - mu0
     # whitened residuals (n, D)
@@ -227,11 +239,8 @@ def niw_logp(labels, Y, mu0, kappa0, nu0, scale0):
     D = Y.shape[1]
     fD = pt.cast(D, Y.dtype)
 
-    L0 = ptl.cholesky(scale0, lower=True, check_finite=False)
-    scale0_spd = ~pt.any(pt.isnan(L0))
     eye = pt.eye(D, dtype=Y.dtype)
-    L0 = pt.switch(scale0_spd, L0, eye)
-    scale0 = pt.switch(scale0_spd, scale0, eye)  # keep dets finite; result is -inf anyway
+    scale0_spd, scale0, L0 = _spd_guard(scale0, eye)
     kappa0_ok = pt.gt(kappa0, 0)
     kappa0 = pt.switch(kappa0_ok, kappa0, 1.0)  # avoid 1/0 in S_m for kappa0 <= 0
 
