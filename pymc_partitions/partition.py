@@ -25,7 +25,8 @@ __all__ = [
 
 
 @numba.njit(cache=True)
-def _canonicalize(labels, out):
+def canonicalize_into(labels, out):
+    """Write the canonical labels of ``labels`` into ``out``; return the number of blocks."""
     n = labels.shape[0]
     lo = 0
     hi = 0
@@ -56,7 +57,7 @@ def canonicalize(labels) -> np.ndarray:
             raise ValueError("labels must be integers")
     out = np.empty(labels.shape[0], np.int64)
     if labels.size:
-        _canonicalize(labels.astype(np.int64), out)
+        canonicalize_into(labels.astype(np.int64), out)
     return out
 
 

@@ -25,6 +25,8 @@ import numbers
 import numba
 import numpy as np
 
+from ._numeric import draw_log_weights
+
 __all__ = ["PartitionPrior", "CRP", "PitmanYor", "FiniteDirichlet", "PITMAN_YOR", "FINITE_DIRICHLET"]
 
 PITMAN_YOR = 0
@@ -91,26 +93,10 @@ def sample_sequential(code, params, uniforms):
     logw = np.empty(n + 1)
     n_blocks = 0
     for i in range(n):
-        top = -np.inf
         for b in range(n_blocks):
             logw[b] = log_join_weight(code, params, sizes[b])
-            top = max(top, logw[b])
         logw[n_blocks] = log_new_weight(code, params, n_blocks)
-        top = max(top, logw[n_blocks])
-        total = 0.0
-        for b in range(n_blocks + 1):
-            logw[b] = math.exp(logw[b] - top)
-            total += logw[b]
-        target = uniforms[i] * total
-        chosen = n_blocks
-        acc = 0.0
-        for b in range(n_blocks + 1):
-            acc += logw[b]
-            if target < acc:
-                chosen = b
-                break
-        if chosen == n_blocks and logw[n_blocks] == 0.0:
-            chosen = n_blocks - 1  # rounding fell on an impossible new block
+        chosen = draw_log_weights(logw, n_blocks + 1, uniforms[i])
         labels[i] = chosen
         sizes[chosen] += 1
         if chosen == n_blocks:

@@ -240,37 +240,6 @@ def family_update(code, st, b, so, x, i, xo, hp, ho, dim, sign, scratch):
 
 
 @numba.njit(cache=True, fastmath=_FAST, error_model="numpy")
-def family_log_pred(code, st, b, so, x, i, xo, hp, ho, dim, scratch):
-    """Log posterior predictive density of point ``i`` given block ``b``'s statistics."""
-    if code == DIAG_NORMAL:
-        out = st[b, so + 1 + 4 * dim]
-        for d in range(dim):
-            e = x[i, xo + d] - st[b, so + 1 + 2 * dim + d]
-            out -= e * e * st[b, so + 1 + 3 * dim + d]
-        return out
-    if code == NIW:
-        base = so + 1 + dim
-        cache = base + dim * dim + 2
-        q = 0.0  # forward solve L w = x - u, q = |w|^2
-        for a in range(dim):
-            v = x[i, xo + a] - st[b, cache + a]
-            for c in range(a):
-                v -= st[b, base + a * dim + c] * scratch[c]
-            w = v * st[b, cache + dim + a]
-            scratch[a] = w
-            q += w * w
-        # log rather than log1p: equal to rounding in absolute terms, and cheaper
-        return st[b, base + dim * dim + 1] - st[b, cache + 2 * dim + 1] * math.log(1.0 + q * st[b, cache + 2 * dim])
-    out = 0.0
-    for d in range(dim):
-        if x[i, xo + d] > 0.5:
-            out += st[b, so + 1 + dim + d]
-        else:
-            out += st[b, so + 1 + 2 * dim + d]
-    return out
-
-
-@numba.njit(cache=True, fastmath=_FAST, error_model="numpy")
 def family_log_preds(code, st, blocks, n_blocks, so, x, i, xo, hp, ho, dim, scratch, out):
     """Add to ``out[j]`` the log predictive of point ``i`` given block ``blocks[j]``, j < n_blocks.
 
@@ -417,15 +386,6 @@ def pack_update(codes, dims, data_off, stat_off, hyper_off, hyper, st, b, x, i, 
     """Add or remove point ``i`` in block ``b`` for all families."""
     for f in range(codes.shape[0]):
         family_update(codes[f], st, b, stat_off[f], x, i, data_off[f], hyper, hyper_off[f], dims[f], sign, scratch)
-
-
-@numba.njit(cache=True, error_model="numpy")
-def pack_log_pred(codes, dims, data_off, stat_off, hyper_off, hyper, st, b, x, i, scratch):
-    """Sum over families of the log predictive of point ``i`` given block ``b``."""
-    out = 0.0
-    for f in range(codes.shape[0]):
-        out += family_log_pred(codes[f], st, b, stat_off[f], x, i, data_off[f], hyper, hyper_off[f], dims[f], scratch)
-    return out
 
 
 @numba.njit(cache=True, error_model="numpy")

@@ -18,7 +18,9 @@ import math
 import numba
 import numpy as np
 
-from ..families.kernels import FamilyPack, pack_init, pack_log_marginal, pack_log_pred, pack_log_preds, pack_update
+from .._numeric import draw_log_weights
+from ..families.kernels import FamilyPack, pack_init, pack_log_marginal, pack_log_preds, pack_update
+from ..partition import canonicalize_into
 from ..priors import log_eppf_sizes, log_join_weight, log_new_weight
 
 __all__ = ["gibbs_sweeps", "log_joint", "GibbsKernel"]
@@ -29,15 +31,7 @@ def _build(labels, codes, dims, data_off, stat_off, hyper_off, hyper, data, widt
     """Slot table from labels: returns (slot of each item, sizes, stats, slot order, n_active)."""
     n = labels.shape[0]
     canon = np.empty(n, np.int64)
-    lo = labels.min()
-    seen = np.full(labels.max() - lo + 1, -1, np.int64)
-    k = 0
-    for i in range(n):
-        j = labels[i] - lo
-        if seen[j] < 0:
-            seen[j] = k
-            k += 1
-        canon[i] = seen[j]
+    k = canonicalize_into(labels, canon)
     cap = min(n + 1, max(2 * k + 8, 16))
     sizes = np.zeros(cap, np.int64)
     stats = np.empty((cap, width))
@@ -67,7 +61,7 @@ def _grow(sizes, stats, active):
 
 @numba.njit(cache=True, error_model="numpy")
 def _visit(t0, slot_of, sizes, stats, active, pos, join_w, logw, n_active, order, uniforms, prior_code, prior_params,
-           codes, dims, data_off, stat_off, hyper_off, hyper, data, empty, scratch):
+           codes, dims, data_off, stat_off, hyper_off, hyper, data, empty, scratch, first_row, new_lp):
     """Gibbs updates at visits t0, t0+1, ... of ``order``; stops early, before changing anything,
     when a new block is needed and the slot table is full. Returns (next visit, n_active).
 
@@ -96,32 +90,14 @@ def _visit(t0, slot_of, sizes, stats, active, pos, join_w, logw, n_active, order
             logw[j] = join_w[active[j]]
         pack_log_preds(codes, dims, data_off, stat_off, hyper_off, hyper, stats, active, n_active, data, i, scratch,
                        logw)
-        top = -np.inf
-        for j in range(n_active):
-            if logw[j] > top:
-                top = logw[j]
         w = log_new_weight(prior_code, prior_params, n_active)
         if w > -np.inf:
-            w += pack_log_pred(codes, dims, data_off, stat_off, hyper_off, hyper, empty, 0, data, i, scratch)
+            new_lp[0] = w
+            pack_log_preds(codes, dims, data_off, stat_off, hyper_off, hyper, empty, first_row, 1, data, i, scratch,
+                           new_lp)
+            w = new_lp[0]
         logw[n_active] = w
-        if w > top:
-            top = w
-        total = 0.0
-        for j in range(n_active + 1):
-            d = logw[j] - top
-            # below e^-37 a weight is under one rounding unit of the total (>= 1): skip the exp
-            logw[j] = math.exp(d) if d > -37.0 else 0.0
-            total += logw[j]
-        target = uniforms[t] * total
-        chosen = n_active
-        acc = 0.0
-        for j in range(n_active + 1):
-            acc += logw[j]
-            if target < acc:
-                chosen = j
-                break
-        if chosen == n_active and logw[n_active] == 0.0:
-            chosen = n_active - 1  # rounding past the end when a new block is impossible
+        chosen = draw_log_weights(logw, n_active + 1, uniforms[t])
         if chosen == n_active:
             s = active[n_active]
             n_active += 1
@@ -142,6 +118,8 @@ def _sweep(slot_of, sizes, stats, active, n_active, order, uniforms, prior_code,
     ``active[n_active:]`` the free ones; the table doubles when full. The prior's log join weight
     of each slot is cached and refreshed only when the slot's size changes."""
     t = 0
+    first_row = np.zeros(1, np.int64)  # the one block of the ``empty`` table
+    new_lp = np.empty(1)
     while True:
         cap = sizes.shape[0]
         pos = np.empty(cap, np.int64)
@@ -153,7 +131,7 @@ def _sweep(slot_of, sizes, stats, active, n_active, order, uniforms, prior_code,
             join_w[active[j]] = log_join_weight(prior_code, prior_params, sizes[active[j]])
         t, n_active = _visit(t, slot_of, sizes, stats, active, pos, join_w, logw, n_active, order, uniforms,
                              prior_code, prior_params, codes, dims, data_off, stat_off, hyper_off, hyper, data,
-                             empty, scratch)
+                             empty, scratch, first_row, new_lp)
         if t == order.shape[0]:
             return sizes, stats, active, n_active
         sizes, stats, active = _grow(sizes, stats, active)
