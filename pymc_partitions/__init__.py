@@ -4,14 +4,18 @@ Partition priors (:class:`CRP`, :class:`PitmanYor`, :class:`FiniteDirichlet`), t
 :class:`Partition` random variable, collapsed conjugate likelihoods (:class:`NormalNormal`,
 :class:`NormalInverseWishart`, :class:`BetaBernoulli`) and step methods for ``pm.sample``
 (:class:`CollapsedGibbs`, assigned automatically; :class:`EscobarWest` and :class:`PriorSlice`
-for prior parameters).
+for prior parameters). Unbiased estimates from coupled chains: :func:`sample_unbiased`,
+:func:`summarize_unbiased`, with functions of the partition in :mod:`pymc_partitions.h`.
 """
 
 from . import datasets, partition
 from .priors import CRP, FiniteDirichlet, PitmanYor
 from .pymc.compat import add_groups, load, save
 from .pymc.distributions import BetaBernoulli, NormalInverseWishart, NormalNormal, Partition
+from .coupling import functions as h
+from .coupling.unbiased import suggest_k_m
 from .pymc.steps import CollapsedGibbs, EscobarWest, PriorSlice, register as _register
+from .pymc.unbiased import sample_unbiased, summarize_unbiased
 
 __version__ = "0.1.0"
 
@@ -29,6 +33,10 @@ __all__ = [
     "add_groups",
     "save",
     "load",
+    "sample_unbiased",
+    "summarize_unbiased",
+    "suggest_k_m",
+    "h",
     "datasets",
     "partition",
 ]

@@ -79,6 +79,7 @@ __all__ = [
     "posterior_dataset",
     "group_names",
     "add_groups",
+    "new_result",
     "save",
     "load",
 ]
@@ -266,6 +267,19 @@ def add_groups(result, groups: Mapping[str, xr.Dataset], *, overwrite: bool = Fa
         warnings.filterwarnings("ignore", message=".*not defined in the InferenceData scheme")
         out.add_groups(new)
     return out
+
+
+def new_result(groups: Mapping[str, xr.Dataset]):
+    """A result object holding only ``groups``: InferenceData under PyMC 5, DataTree under PyMC 6
+    (the type ``pm.sample`` returns)."""
+    new = _validate_groups(groups)
+    if RESULT_IS_DATATREE:
+        return _DataTree.from_dict({name: ds for name, ds in new.items()})
+    import arviz  # noqa: PLC0415
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*not defined in the InferenceData scheme")
+        return arviz.InferenceData(**new)
 
 
 def save(result, path: str | os.PathLike, *, compress: bool = True) -> str:

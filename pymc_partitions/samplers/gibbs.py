@@ -60,41 +60,97 @@ def _grow(sizes, stats, active):
 
 
 @numba.njit(cache=True, error_model="numpy")
-def _visit(t0, slot_of, sizes, stats, active, pos, join_w, logw, n_active, order, uniforms, prior_code, prior_params,
+def _remove(i, slot_of, sizes, stats, active, n_active, join_w, prior_code, prior_params,
+            codes, dims, data_off, stat_off, hyper_off, hyper, data, scratch):
+    """Take item ``i`` out of its block; returns the new number of active slots.
+
+    ``active[:n_active]`` lists the occupied slots in order of creation (what label-based
+    couplings match on); an emptied slot moves to the front of the free part."""
+    s = slot_of[i]
+    sizes[s] -= 1
+    if sizes[s] > 0:
+        pack_update(codes, dims, data_off, stat_off, hyper_off, hyper, stats, s, data, i, -1.0, scratch)
+        join_w[s] = log_join_weight(prior_code, prior_params, sizes[s])
+        return n_active
+    j = 0
+    while active[j] != s:
+        j += 1
+    for jj in range(j, n_active - 1):
+        active[jj] = active[jj + 1]
+    active[n_active - 1] = s
+    return n_active - 1
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _log_conditional(i, stats, active, n_active, join_w, logw, prior_code, prior_params,
+                     codes, dims, data_off, stat_off, hyper_off, hyper, data, empty, scratch, first_row, new_lp):
+    """Unnormalised log Gibbs conditional of item ``i`` (already removed): ``logw[j]`` for joining
+    block ``active[j]``, ``j < n_active``, and ``logw[n_active]`` for opening a new block."""
+    for j in range(n_active):
+        logw[j] = join_w[active[j]]
+    pack_log_preds(codes, dims, data_off, stat_off, hyper_off, hyper, stats, active, n_active, data, i, scratch, logw)
+    w = log_new_weight(prior_code, prior_params, n_active)
+    if w > -np.inf:
+        new_lp[0] = w
+        pack_log_preds(codes, dims, data_off, stat_off, hyper_off, hyper, empty, first_row, 1, data, i, scratch, new_lp)
+        w = new_lp[0]
+    logw[n_active] = w
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _assign(i, chosen, slot_of, sizes, stats, active, n_active, join_w, prior_code, prior_params,
+            codes, dims, data_off, stat_off, hyper_off, hyper, data, empty, scratch):
+    """Put item ``i`` in block ``active[chosen]``, or in a fresh slot when ``chosen == n_active``;
+    returns the new number of active slots."""
+    if chosen == n_active:
+        s = active[n_active]
+        n_active += 1
+        stats[s, :] = empty[0]
+    else:
+        s = active[chosen]
+    pack_update(codes, dims, data_off, stat_off, hyper_off, hyper, stats, s, data, i, 1.0, scratch)
+    sizes[s] += 1
+    join_w[s] = log_join_weight(prior_code, prior_params, sizes[s])
+    slot_of[i] = s
+    return n_active
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _visit(t0, slot_of, sizes, stats, active, join_w, logw, n_active, order, uniforms, prior_code, prior_params,
            codes, dims, data_off, stat_off, hyper_off, hyper, data, empty, scratch, first_row, new_lp):
     """Gibbs updates at visits t0, t0+1, ... of ``order``; stops early, before changing anything,
-    when a new block is needed and the slot table is full. Returns (next visit, n_active).
+    when a new block might be needed and the slot table is full. Returns (next visit, n_active).
 
     No array is reassigned here: that keeps numba's reference counting out of the inner loop.
+    The body is :func:`_remove`, :func:`_log_conditional` and :func:`_assign` written out: calling
+    them costs ~90 ns each per point (2026-11-23: 6.6 ms against 4.0 ms per sweep at n = 1e4,
+    D = 2). ``tests/test_coupled_gibbs.py`` checks that the two forms give the same chain.
     """
     cap = sizes.shape[0]
     for t in range(t0, order.shape[0]):
         i = order[t]
+        if n_active == cap and sizes[slot_of[i]] > 1:
+            return t, n_active
         s = slot_of[i]
-        if n_active == cap and sizes[s] > 1:
-            return t, n_active  # a new block might be needed and none is free: grow first
         sizes[s] -= 1
-        if sizes[s] == 0:
-            # free slot s: swap it to the end of the active part
-            j = pos[s]
-            last = active[n_active - 1]
-            active[j] = last
-            pos[last] = j
-            active[n_active - 1] = s
-            pos[s] = n_active - 1
-            n_active -= 1
-        else:
+        if sizes[s] > 0:
             pack_update(codes, dims, data_off, stat_off, hyper_off, hyper, stats, s, data, i, -1.0, scratch)
             join_w[s] = log_join_weight(prior_code, prior_params, sizes[s])
+        else:
+            j = 0
+            while active[j] != s:
+                j += 1
+            for jj in range(j, n_active - 1):
+                active[jj] = active[jj + 1]
+            active[n_active - 1] = s
+            n_active -= 1
         for j in range(n_active):
             logw[j] = join_w[active[j]]
-        pack_log_preds(codes, dims, data_off, stat_off, hyper_off, hyper, stats, active, n_active, data, i, scratch,
-                       logw)
+        pack_log_preds(codes, dims, data_off, stat_off, hyper_off, hyper, stats, active, n_active, data, i, scratch, logw)
         w = log_new_weight(prior_code, prior_params, n_active)
         if w > -np.inf:
             new_lp[0] = w
-            pack_log_preds(codes, dims, data_off, stat_off, hyper_off, hyper, empty, first_row, 1, data, i, scratch,
-                           new_lp)
+            pack_log_preds(codes, dims, data_off, stat_off, hyper_off, hyper, empty, first_row, 1, data, i, scratch, new_lp)
             w = new_lp[0]
         logw[n_active] = w
         chosen = draw_log_weights(logw, n_active + 1, uniforms[t])
@@ -122,19 +178,23 @@ def _sweep(slot_of, sizes, stats, active, n_active, order, uniforms, prior_code,
     new_lp = np.empty(1)
     while True:
         cap = sizes.shape[0]
-        pos = np.empty(cap, np.int64)
-        join_w = np.zeros(cap)
+        join_w = _join_weights(sizes, active, n_active, prior_code, prior_params)
         logw = np.empty(cap + 1)
-        for j in range(cap):
-            pos[active[j]] = j
-        for j in range(n_active):
-            join_w[active[j]] = log_join_weight(prior_code, prior_params, sizes[active[j]])
-        t, n_active = _visit(t, slot_of, sizes, stats, active, pos, join_w, logw, n_active, order, uniforms,
+        t, n_active = _visit(t, slot_of, sizes, stats, active, join_w, logw, n_active, order, uniforms,
                              prior_code, prior_params, codes, dims, data_off, stat_off, hyper_off, hyper, data,
                              empty, scratch, first_row, new_lp)
         if t == order.shape[0]:
             return sizes, stats, active, n_active
         sizes, stats, active = _grow(sizes, stats, active)
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _join_weights(sizes, active, n_active, prior_code, prior_params):
+    """The prior's log join weight of every occupied slot (0 for free slots)."""
+    join_w = np.zeros(sizes.shape[0])
+    for j in range(n_active):
+        join_w[active[j]] = log_join_weight(prior_code, prior_params, sizes[active[j]])
+    return join_w
 
 
 @numba.njit(cache=True, error_model="numpy")
@@ -163,16 +223,8 @@ def _gibbs_sweeps(labels, orders, uniforms, prior_code, prior_params,
             codes, dims, data_off, stat_off, hyper_off, hyper, data, empty, scratch,
         )
     lj = _log_joint(sizes, stats, active, n_active, prior_code, prior_params, codes, dims, stat_off, hyper_off, hyper)
-    # canonical relabelling of the slots
     out = np.empty(slot_of.shape[0], np.int64)
-    new = np.full(sizes.shape[0], -1, np.int64)
-    k = 0
-    for i in range(slot_of.shape[0]):
-        s = slot_of[i]
-        if new[s] < 0:
-            new[s] = k
-            k += 1
-        out[i] = new[s]
+    canonicalize_into(slot_of, out)
     return out, lj
 
 

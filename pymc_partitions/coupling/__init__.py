@@ -1,0 +1,1 @@
+"""Couplings of partition-valued Markov chains."""

@@ -1,0 +1,125 @@
+"""Couplings of two categorical draws: the per-point step of a coupled Gibbs sweep.
+
+Each function takes the two Gibbs conditionals as probability vectors and a few uniforms, and
+returns one index for each chain. Each index has exactly its own chain's law whatever the other
+chain does; the couplings differ in how often (and on what) the two draws agree:
+
+* ``draw_ot``: a draw from an optimal transport plan between the two conditionals (seed 000,
+  eq. 3), for a cost supplied by the caller (the Mirkin distance increase of each pair of blocks);
+* ``draw_maximal``: the maximal coupling of the two label laws (the two draws are equal with the
+  largest possible probability, sum_j min(p_j, q_j));
+* ``draw_crn``: one common uniform through both CDFs;
+* ``draw_independent``: the independent coupling.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+from .transport import transport_plan_ws
+
+__all__ = ["probabilities", "inverse_cdf", "draw_ot", "draw_maximal", "draw_crn", "draw_independent"]
+
+
+@numba.njit(cache=True, error_model="numpy")
+def probabilities(logw, count, p):
+    """``p[:count]`` = normalised exp(logw[:count]). Weights below e^-37 of the largest are set to
+    exactly 0, as in the single-chain draw (they are below one rounding unit of the total)."""
+    top = -np.inf
+    for j in range(count):
+        if logw[j] > top:
+            top = logw[j]
+    total = 0.0
+    for j in range(count):
+        d = logw[j] - top
+        p[j] = math.exp(d) if d > -37.0 else 0.0
+        total += p[j]
+    for j in range(count):
+        p[j] /= total
+
+
+@numba.njit(cache=True, error_model="numpy")
+def inverse_cdf(p, count, u):
+    """Index j < count with probability p[j], by inverting the CDF at ``u``."""
+    acc = 0.0
+    for j in range(count):
+        acc += p[j]
+        if u < acc:
+            return j
+    j = count - 1  # rounding ran past the end: the last index with positive mass
+    while p[j] == 0.0:
+        j -= 1
+    return j
+
+
+@numba.njit(cache=True, error_model="numpy")
+def draw_independent(p, cx, q, cy, u1, u2):
+    return inverse_cdf(p, cx, u1), inverse_cdf(q, cy, u2)
+
+
+@numba.njit(cache=True, error_model="numpy")
+def draw_crn(p, cx, q, cy, u):
+    """Common random number: the same uniform through both CDFs (labels in the given order)."""
+    return inverse_cdf(p, cx, u), inverse_cdf(q, cy, u)
+
+
+@numba.njit(cache=True, error_model="numpy")
+def draw_maximal(p, cx, q, cy, u1, u2, u3, work):
+    """Maximal coupling of two laws on labels 0, 1, ...: with probability w = sum_j min(p_j, q_j)
+    both take the same label j ~ min(p, q) / w; otherwise each draws from its own residual
+    (p - min(p, q)) / (1 - w), independently. ``work`` holds at least max(cx, cy) floats."""
+    c = max(cx, cy)
+    w = 0.0
+    for j in range(c):
+        work[j] = min(p[j] if j < cx else 0.0, q[j] if j < cy else 0.0)
+        w += work[j]
+    if u1 < w:
+        j = inverse_cdf(work, c, u1)  # u1 / w is uniform on [0, 1) given u1 < w
+        return j, j
+    rest = 1.0 - w
+    if rest <= 0.0:  # rounding: the laws are equal
+        j = inverse_cdf(p, cx, u2)
+        return j, j
+    acc = 0.0
+    jx = -1
+    target = u2 * rest
+    for j in range(cx):
+        r = p[j] - work[j]
+        if r > 0.0:
+            acc += r
+            jx = j
+            if target < acc:
+                break
+    acc = 0.0
+    jy = -1
+    target = u3 * rest
+    for j in range(cy):
+        r = q[j] - work[j]
+        if r > 0.0:
+            acc += r
+            jy = j
+            if target < acc:
+                break
+    if jx < 0 or jy < 0:  # residual lost to rounding: the laws are equal up to it
+        j = inverse_cdf(p, cx, u2)
+        return j, j
+    return jx, jy
+
+
+@numba.njit(cache=True, error_model="numpy")
+def draw_ot(p, mx, q, my, cost, u1, u2, rows, cols, mass, iwork, fwork):
+    """A pair (a, b) drawn from an optimal transport plan between ``p[:mx]`` and ``q[:my]`` for
+    ``cost[:mx, :my]``. The plan is exact, so each index has exactly its own law. Should the
+    solver ever return no plan, the pair is drawn independently (still the right marginals)."""
+    count = transport_plan_ws(p, mx, q, my, cost, rows, cols, mass, iwork, fwork)
+    if count <= 0:
+        return draw_independent(p, mx, q, my, u1, u2)
+    acc = 0.0
+    for e in range(count):
+        acc += mass[e]
+        if u1 < acc:
+            return rows[e], cols[e]
+    return rows[count - 1], cols[count - 1]

@@ -1,0 +1,141 @@
+"""pmp.sample_unbiased on PyMC models: output groups, identical results on every executor (in
+process, process pool, threads, a Dask LocalCluster), summaries, errors."""
+
+import concurrent.futures as cf
+import warnings
+
+import numpy as np
+import pymc as pm
+import pytest
+
+import pymc_partitions as pmp
+from enumeration import exact_posterior
+from models import data
+from pymc_partitions.pymc.compat import RESULT_IS_DATATREE, group_names, is_datatree, load, save
+from pymc_partitions.samplers.gibbs import log_joint
+from pymc_partitions.pymc.terms import PartitionTerms
+
+N = 7
+
+
+def model_and_exact():
+    y, _ = data(N)
+    with pm.Model() as model:
+        z = pmp.Partition("z", pmp.CRP(1.2), n=N)
+        pmp.NormalNormal("y", partition=z, mu0=0.0, sigma0=2.0, sigma=1.0, observed=y)
+    terms = PartitionTerms(model, "z")
+    params, fam = terms.kernel_inputs(model.initial_point())
+    parts, post = exact_posterior(N, lambda p: log_joint(p, fam, terms.prior_code, params))
+    return model, parts, post
+
+
+H = {"k": pmp.h.n_clusters, "top": pmp.h.largest_proportion, "top3": pmp.h.LargestProportions(3)}
+RUN = dict(h=H, n_pairs=12, k=1, m=3, random_seed=7, progressbar=False, record_distance=True)
+
+
+def unbiased(result):
+    return result["unbiased"].to_dataset() if is_datatree(result) else result["unbiased"]
+
+
+def test_result_groups_and_roundtrip(tmp_path):
+    model, _, _ = model_and_exact()
+    result = pmp.sample_unbiased(model, cores=1, **RUN)
+    assert is_datatree(result) == RESULT_IS_DATATREE
+    assert {"unbiased", "meeting"} <= set(group_names(result))
+    ds = unbiased(result)
+    assert ds["k"].dims == ("pair",) and ds["top3"].dims == ("pair", "rank")
+    assert list(ds["rank"].values) == [1, 2, 3]
+    assert ds.attrs["coupling"] == "ot" and ds.attrs["k"] == 1 and ds.attrs["m"] == 3
+    assert ds.attrs["pymc_partitions_version"] == pmp.__version__
+    meeting = result["meeting"]
+    assert (meeting["tau"].values >= 1).all() and meeting["met"].values.all()
+    assert meeting["distance"].dims == ("pair", "iteration")
+    assert (meeting["distance"].values[:, 0] > 0).any()  # chains start apart
+    path = save(result, tmp_path / "u.nc")
+    back = load(path)
+    assert np.allclose(unbiased(back)["top3"].values, ds["top3"].values)
+    summary = pmp.summarize_unbiased(result)
+    assert list(summary.index) == ["k", "top", "top3[0]", "top3[1]", "top3[2]"]
+    assert (summary["n_pairs"] == 12).all()
+
+
+def test_identical_results_on_every_executor():
+    model, _, _ = model_and_exact()
+    serial = unbiased(pmp.sample_unbiased(model, cores=1, **RUN))
+    pool = unbiased(pmp.sample_unbiased(model, cores=2, **RUN))
+    with cf.ThreadPoolExecutor(3) as ex:
+        threads = unbiased(pmp.sample_unbiased(model, executor=ex, **RUN))
+    for other in (pool, threads):
+        for name in H:
+            assert np.array_equal(serial[name].values, other[name].values)
+
+
+def test_estimate_matches_enumeration_with_pilot_chosen_k_m():
+    model, parts, post = model_and_exact()
+    result = pmp.sample_unbiased(model, h={"k": pmp.h.n_clusters}, n_pairs=600, cores=2, random_seed=3,
+                                 progressbar=False, init="singletons")
+    summary = pmp.summarize_unbiased(result)
+    exact = post @ (parts.max(axis=1) + 1)
+    row = summary.loc["k"]
+    assert abs(row["mean"] - exact) < 4 * row["se"]
+    attrs = unbiased(result).attrs
+    assert attrs["k_m_from_pilot"].startswith("yes") and attrs["m"] == 10 * attrs["k"]
+
+
+def test_time_budget_counts_only_complete_pairs():
+    model, _, _ = model_and_exact()
+    result = pmp.sample_unbiased(model, h=pmp.h.n_clusters, time_budget=1.0, k=1, m=3, cores=1,
+                                 progressbar=False, random_seed=1)
+    ds = unbiased(result)
+    assert ds.sizes["pair"] >= 5 and not np.isnan(ds["n_clusters"].values).any()
+    assert ds.attrs["time_budget"] == 1.0
+
+
+def test_unmet_pairs_warn_and_stay_in_the_output():
+    model, _, _ = model_and_exact()
+    with pytest.warns(UserWarning, match="did not meet"):
+        result = pmp.sample_unbiased(model, n_pairs=6, k=0, m=1, max_iter=1, coupling="independent", cores=1,
+                                     progressbar=False, random_seed=0)
+    meeting = result["meeting"]
+    assert meeting.sizes["pair"] == 6 and not meeting["met"].values.all()
+    with pytest.warns(UserWarning, match="biased"):
+        pmp.summarize_unbiased(result)
+
+
+def test_errors_name_the_problem():
+    y, _ = data(N)
+    with pm.Model() as free_alpha:
+        alpha = pm.Gamma("alpha", 2.0, 1.0)
+        z = pmp.Partition("z", pmp.CRP(alpha), n=N)
+        pmp.NormalNormal("y", partition=z, mu0=0.0, sigma0=2.0, sigma=1.0, observed=y)
+    with pytest.raises(ValueError, match="'alpha'"):
+        pmp.sample_unbiased(free_alpha, k=1, m=2, progressbar=False)
+    model, _, _ = model_and_exact()
+    with pytest.raises(ValueError, match="coupling must be one of"):
+        pmp.sample_unbiased(model, coupling="optimal")
+    with pytest.raises(ValueError, match="0 <= k <= m"):
+        pmp.sample_unbiased(model, k=3, m=2, cores=1, progressbar=False)
+    with pytest.raises(ValueError, match="give both k and m"):
+        pmp.sample_unbiased(model, k=3, cores=1, progressbar=False)
+    with pytest.raises(TypeError, match="not callable"):
+        pmp.sample_unbiased(model, h={"a": 3}, k=1, m=2, cores=1, progressbar=False)
+    with pytest.raises(TypeError, match="executor must be"):
+        pmp.sample_unbiased(model, k=1, m=2, executor=object(), progressbar=False)
+    with pytest.raises(ValueError, match="no 'unbiased' group"):
+        pmp.summarize_unbiased(pmp.pymc.compat.new_result({"posterior": unbiased(
+            pmp.sample_unbiased(model, n_pairs=2, k=0, m=1, cores=1, progressbar=False))}))
+
+
+def test_dask_local_cluster_gives_the_same_results():
+    """Last in this file: Dask leaves threads behind, and forking a threaded process is unsafe."""
+    distributed = pytest.importorskip("distributed")  # the "dask" extra; CI installs it
+    model, _, _ = model_and_exact()
+    serial = unbiased(pmp.sample_unbiased(model, cores=1, **RUN))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                      dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+            on_dask = pmp.sample_unbiased(model, executor=client, **RUN)
+    assert unbiased(on_dask).attrs["executor"] == "Client"
+    for name in H:
+        assert np.array_equal(serial[name].values, unbiased(on_dask)[name].values)
