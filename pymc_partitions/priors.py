@@ -15,6 +15,10 @@ All three are one two-parameter family for the compiled kernels, described by ``
   p(pi) = k!/(k-K)! * Gamma(k alpha)/Gamma(k alpha + n) * prod_b Gamma(|b| + alpha)/Gamma(alpha);
   the k!/(k-K)! factor counts the labellings of the K occupied components (seed 003's tau_1
   omits it). An item joins block b with weight |b| + alpha, a new block with (k - K) alpha.
+* Uniform labels (``code = 2``): each item takes one of k labels uniformly, independently; the
+  finite Dirichlet's limit alpha -> infinity. p(pi) = k!/(k-K)! / k^n; an item joins any block
+  with weight 1 and opens a new one with weight k - K. Times the indicator that no edge of a
+  graph lies inside a block, it is the uniform law on proper k-colourings (seed 000, App. B.1).
 """
 
 from __future__ import annotations
@@ -27,10 +31,12 @@ import numpy as np
 
 from ._numeric import draw_log_weights
 
-__all__ = ["PartitionPrior", "CRP", "PitmanYor", "FiniteDirichlet", "PITMAN_YOR", "FINITE_DIRICHLET"]
+__all__ = ["PartitionPrior", "CRP", "PitmanYor", "FiniteDirichlet", "UniformLabels", "PITMAN_YOR",
+           "FINITE_DIRICHLET", "UNIFORM_LABELS"]
 
 PITMAN_YOR = 0
 FINITE_DIRICHLET = 1
+UNIFORM_LABELS = 2
 
 
 # ----------------------------------------------------------------------------- compiled forms
@@ -41,6 +47,8 @@ def log_join_weight(code, params, size):
     """Unnormalised log weight for joining a block of ``size`` other items."""
     if code == PITMAN_YOR:
         return math.log(size - params[1])
+    if code == UNIFORM_LABELS:
+        return 0.0
     return math.log(size + params[0])
 
 
@@ -54,6 +62,8 @@ def log_new_weight(code, params, n_other_blocks):
     free = params[2] - n_other_blocks
     if free <= 0:
         return -np.inf
+    if code == UNIFORM_LABELS:
+        return math.log(free)
     return math.log(free * params[0])
 
 
@@ -76,6 +86,10 @@ def log_eppf_sizes(code, params, sizes):
     k = params[2]
     if n_blocks > k:
         return -np.inf
+    if code == UNIFORM_LABELS:
+        for b in range(n_blocks):
+            n += sizes[b]
+        return math.lgamma(k + 1.0) - math.lgamma(k - n_blocks + 1.0) - n * math.log(k)
     for b in range(n_blocks):
         n += sizes[b]
         out += math.lgamma(sizes[b] + alpha) - math.lgamma(alpha)
@@ -124,6 +138,9 @@ def symbolic_log_eppf(code, sizes, n, alpha, discount, k):
         body += pt.sum(pt.switch(pt.lt(i, n_used), pt.log(alpha + i * discount), 0.0))
         return body - (pt.gammaln(alpha + n) - pt.gammaln(alpha + 1.0))
     k = np.float64(k)
+    if code == UNIFORM_LABELS:
+        body = pt.gammaln(k + 1.0) - pt.gammaln(pt.maximum(k - n_used, 0) + 1.0) - n * np.log(k)
+        return pt.switch(pt.gt(n_used, k), -np.inf, body)
     body = pt.sum(pt.switch(used, pt.gammaln(sizes + alpha), 0.0)) - n_used * pt.gammaln(alpha)
     body += pt.gammaln(k + 1.0) - pt.gammaln(pt.maximum(k - n_used, 0) + 1.0)
     body += pt.gammaln(k * alpha) - pt.gammaln(k * alpha + n)
@@ -301,3 +318,36 @@ class FiniteDirichlet(PartitionPrior):
 
     def _repr_items(self):
         return [("alpha", self.alpha), ("k", self.k)]
+
+
+class UniformLabels(PartitionPrior):
+    """Partition induced by giving each item one of ``k`` labels uniformly at random.
+
+    The limit of :class:`FiniteDirichlet` as alpha grows. With the graph constraint of
+    :func:`pymc_partitions.colouring.colouring_target` it is the uniform law on proper
+    ``k``-colourings. Kernel-level only (not a ``pmp.Partition`` prior).
+
+    Parameters
+    ----------
+    k : int
+        Number of labels (colours), a positive integer.
+
+    Examples
+    --------
+    >>> import pymc_partitions as pmp
+    >>> round(pmp.priors.UniformLabels(3).log_eppf([0, 1, 1]), 4)  # 3 * 2 labellings of 27
+    -1.5041
+    """
+
+    code = UNIFORM_LABELS
+
+    def __init__(self, k):
+        if isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 1:
+            raise ValueError(f"UniformLabels: k must be a positive integer, got k={k!r}")
+        super().__init__(1.0, 0.0, int(k))
+
+    def validate(self, alpha, discount):
+        pass
+
+    def _repr_items(self):
+        return [("k", self.k)]

@@ -126,6 +126,80 @@ def test_errors_name_the_problem():
             pmp.sample_unbiased(model, n_pairs=2, k=0, m=1, cores=1, progressbar=False))}))
 
 
+class FailOn:
+    """h that raises ``error`` on its ``at``-th call in this process (a crash or a Ctrl-C)."""
+
+    def __init__(self, error, at):
+        self.error, self.at, self.calls = error, at, 0
+
+    def __call__(self, labels):
+        self.calls += 1
+        if self.calls == self.at:
+            raise self.error
+        return labels.max() + 1.0
+
+
+def unlucky_start(rng):
+    """Fails for about a third of the pairs, the same ones on every executor (it uses the pair's
+    random numbers), so a retry fails again and the pair must be reported."""
+    if rng.random() < 0.3:
+        raise RuntimeError("boom")
+    return np.arange(N)
+
+
+@pytest.mark.parametrize("cores", [1, 2])
+def test_a_failing_pair_is_reported_and_the_others_kept(cores):
+    model, _, _ = model_and_exact()
+    with pytest.warns(UserWarning, match="did not meet or failed"):
+        result = pmp.sample_unbiased(model, init=unlucky_start, n_pairs=10, k=1, m=3, cores=cores,
+                                     progressbar=False, random_seed=2)
+    status = result["meeting"]["status"].values
+    failed = [s for s in status if s.startswith("failed")]
+    assert 1 <= len(failed) < 10 and "RuntimeError: boom" in failed[0]
+    assert result["meeting"].sizes["pair"] == 10
+    assert np.isnan(unbiased(result)["n_clusters"].values[status != "met"]).all()
+
+
+def test_ctrl_c_returns_the_completed_pairs():
+    model, _, _ = model_and_exact()
+    with pytest.warns(UserWarning, match="interrupted"):
+        result = pmp.sample_unbiased(model, h=FailOn(KeyboardInterrupt(), at=60), n_pairs=50, k=1, m=3, cores=1,
+                                     progressbar=False, random_seed=2)
+    ds = unbiased(result)
+    assert 1 <= ds.sizes["pair"] < 50 and ds.attrs["interrupted"] == 1
+    assert not np.isnan(ds["h"].values).any()
+
+
+class CrashOnce:
+    """Initial law whose first call in a worker process kills that process (os._exit), once per
+    test (a marker file): the chunk must be retried on a fresh pool and nothing lost."""
+
+    def __init__(self, marker):
+        self.marker = str(marker)
+
+    def __call__(self, rng):
+        import os  # noqa: PLC0415
+
+        if os.getpid() != self.parent and not os.path.exists(self.marker):
+            open(self.marker, "w").close()
+            os._exit(1)
+        return np.arange(N)
+
+
+def test_a_dead_worker_is_replaced_and_its_pairs_rerun(tmp_path):
+    import os  # noqa: PLC0415
+
+    model, _, _ = model_and_exact()
+    crash = CrashOnce(tmp_path / "crashed")
+    crash.parent = os.getpid()
+    run = dict(init=crash, n_pairs=16, k=1, m=3, progressbar=False, random_seed=4)
+    pooled = pmp.sample_unbiased(model, cores=2, **run)
+    assert (tmp_path / "crashed").exists()  # a worker did die
+    assert (pooled["meeting"]["status"].values == "met").all()
+    serial = pmp.sample_unbiased(model, cores=1, **run)
+    assert np.array_equal(unbiased(serial)["n_clusters"].values, unbiased(pooled)["n_clusters"].values)
+
+
 def test_dask_local_cluster_gives_the_same_results():
     """Last in this file: Dask leaves threads behind, and forking a threaded process is unsafe."""
     distributed = pytest.importorskip("distributed")  # the "dask" extra; CI installs it

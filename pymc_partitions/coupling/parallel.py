@@ -15,6 +15,7 @@ import multiprocessing
 import os
 import time
 import warnings
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 
 import cloudpickle
@@ -64,9 +65,20 @@ class UnbiasedJob:
         return run_pair(kernel, self.h, x0, y0, rng, self.k, self.m, self.lag, self.max_iter, self.record_distance)
 
 
+def _run_one(job, pair_id, seed, report):
+    """Run one pair into ``report``; an error in the pair is recorded for that pair only."""
+    try:
+        report.results[int(pair_id)] = job.run(seed)
+    except Exception as err:
+        report.failed[int(pair_id)] = f"{type(err).__name__}: {err}"
+
+
 def _run_chunk(job_bytes: bytes, pair_ids, seeds):
     job = cloudpickle.loads(job_bytes)
-    return [(p, job.run(s)) for p, s in zip(pair_ids, seeds)]
+    report = RunReport()
+    for p, s in zip(pair_ids, seeds):
+        _run_one(job, p, s, report)
+    return report.results, report.failed
 
 
 def _run_budget(job_bytes: bytes, seed: np.random.SeedSequence, seconds: float):
@@ -93,6 +105,13 @@ class RunReport:
     workers: int = 1
 
 
+def _new_pool(broken: cf.ProcessPoolExecutor) -> cf.ProcessPoolExecutor:
+    """A fresh process pool like ``broken``."""
+    pool = cf.ProcessPoolExecutor(max_workers=broken._max_workers, mp_context=broken._mp_context)
+    pool._owned = True
+    return pool
+
+
 def _resolve_executor(executor, cores, mp_ctx=None):
     """(executor, owned?, number of workers). A ``dask.distributed.Client`` becomes its
     concurrent.futures view."""
@@ -104,7 +123,9 @@ def _resolve_executor(executor, cores, mp_ctx=None):
             return None, False, 1
         if isinstance(mp_ctx, str):
             mp_ctx = multiprocessing.get_context(mp_ctx)
-        return cf.ProcessPoolExecutor(max_workers=cores, mp_context=mp_ctx), True, cores
+        pool = cf.ProcessPoolExecutor(max_workers=cores, mp_context=mp_ctx)
+        pool._owned = True
+        return pool, True, cores
     if type(executor).__module__.startswith("distributed") and hasattr(executor, "get_executor"):
         workers = max(1, sum(w.get("nthreads", 1) for w in executor.scheduler_info()["workers"].values()))
         return executor.get_executor(pure=False), False, workers  # pure=False: a retry really reruns
@@ -127,53 +148,68 @@ def run_pairs(job: UnbiasedJob, n_pairs: int | None = None, random_seed=None, co
     root = random_seed if isinstance(random_seed, np.random.SeedSequence) else np.random.SeedSequence(random_seed)
     job_bytes = cloudpickle.dumps(job)
     pool, owned, workers = _resolve_executor(executor, cores, mp_ctx)
+    pools = [pool]
     report = RunReport(workers=workers)
     start = time.perf_counter()
     try:
         if time_budget is not None:
             _budget(report, pool, workers, job_bytes, root, float(time_budget), progress)
         else:
-            _fixed(report, pool, workers, job_bytes, root, int(n_pairs), progress)
+            _fixed(report, pools, workers, job_bytes, root, int(n_pairs), progress)
     except KeyboardInterrupt:
         report.interrupted = True
         warnings.warn(f"interrupted: returning the {len(report.results)} completed pairs", stacklevel=2)
     finally:
         if owned:
-            pool.shutdown(wait=not report.interrupted, cancel_futures=True)
+            pools[0].shutdown(wait=not report.interrupted, cancel_futures=True)
     report.seconds = time.perf_counter() - start
     return report
 
 
-def _fixed(report, pool, workers, job_bytes, root, n_pairs, progress):
+def _fixed(report, pools, workers, job_bytes, root, n_pairs, progress):
+    """Fixed number of pairs. ``pools`` is a one-element list holding the executor; a process
+    pool we own that breaks (a worker died) is replaced there, and its chunks are retried."""
     if n_pairs < 1:
         raise ValueError(f"n_pairs must be >= 1, got {n_pairs}")
     seeds = root.spawn(n_pairs)
     ids = np.arange(n_pairs)
-    if pool is None:
+    if pools[0] is None:
         job = cloudpickle.loads(job_bytes)  # a copy, as a worker would have
         for p in ids:
-            report.results[int(p)] = job.run(seeds[p])
+            _run_one(job, p, seeds[p], report)
             if progress:
                 progress(report)
         return
     size = max(1, min(16, n_pairs // (4 * workers)))
     chunks = [ids[i:i + size] for i in range(0, n_pairs, size)]
-    attempts = {}
-    futures = {pool.submit(_run_chunk, job_bytes, list(c), [seeds[p] for p in c]): j for j, c in enumerate(chunks)}
+    attempts = dict.fromkeys(range(len(chunks)), 0)
+
+    def submit(j):
+        try:
+            return pools[0].submit(_run_chunk, job_bytes, list(chunks[j]), [seeds[p] for p in chunks[j]])
+        except BrokenProcessPool:
+            if not isinstance(pools[0], cf.ProcessPoolExecutor) or not getattr(pools[0], "_owned", False):
+                raise
+            pools[0].shutdown(wait=False, cancel_futures=True)
+            pools[0] = _new_pool(pools[0])
+            return pools[0].submit(_run_chunk, job_bytes, list(chunks[j]), [seeds[p] for p in chunks[j]])
+
+    futures = {submit(j): j for j in range(len(chunks))}
     while futures:
         finished, _ = cf.wait(list(futures), return_when=cf.FIRST_COMPLETED)
         for fut in finished:
             j = futures.pop(fut)
             try:
-                report.results.update(fut.result())
-            except Exception as err:  # a pair or its worker failed: retry once, then report
-                attempts[j] = attempts.get(j, 0) + 1
+                results, failed = fut.result()
+                report.results.update(results)
+                report.failed.update(failed)
+            except Exception as err:  # the worker failed: retry the chunk once, then report its pairs
+                attempts[j] += 1
                 if attempts[j] <= 1:
                     try:
-                        retry = pool.submit(_run_chunk, job_bytes, list(chunks[j]), [seeds[p] for p in chunks[j]])
-                        futures[retry] = j
+                        futures[submit(j)] = j
                         continue
-                    except Exception:  # the pool itself is broken
+                    except Exception:
                         pass
                 for p in chunks[j]:
                     report.failed[int(p)] = f"{type(err).__name__}: {err}"

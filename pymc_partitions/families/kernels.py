@@ -17,6 +17,10 @@ Family codes and layouts (``D`` = data dimension):
                  stats ``[m, sum (D), chol(S_m) (D*D), log|S_m|, const, posterior mean (D),
                  1/diag(chol) (D), kappa_m/(kappa_m+1), (nu_m+1)/2]``.
 ``BETA_BERNOULLI`` hyper ``[a (D), b (D)]``; stats ``[m, ones (D), log p1 (D), log p0 (D)]``.
+``GRAPH``        a hard constraint, not a likelihood: no two neighbours of a graph share a block
+                 (proper colourings, seed 000 App. B.1). Data: row i of the n x n adjacency
+                 matrix (D = n); no hyper; stats ``[m, edges inside, neighbours of j inside
+                 (D)]``. Log predictive 0 if item i has no neighbour in the block, else -inf.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from scipy.special import gammaln
 DIAG_NORMAL = 0
 NIW = 1
 BETA_BERNOULLI = 2
+GRAPH = 3
 
 LOG_2PI = math.log(2.0 * math.pi)
 LOG_PI = math.log(math.pi)
@@ -39,7 +44,7 @@ LOG_2 = math.log(2.0)
 
 def stats_width(code: int, dim: int) -> int:
     """Length of one block's statistics row for a family."""
-    if code not in (DIAG_NORMAL, NIW, BETA_BERNOULLI):
+    if code not in (DIAG_NORMAL, NIW, BETA_BERNOULLI, GRAPH):
         raise ValueError(f"unknown family code {code}")
     return int(stats_width_compiled(code, dim))
 
@@ -175,7 +180,7 @@ def family_init(code, st, b, so, hp, ho, dim):
         _niw_refresh(st, b, so, hp, ho, dim)
     elif code == DIAG_NORMAL:
         _diag_refresh(st, b, so, hp, ho, dim)
-    else:
+    elif code == BETA_BERNOULLI:
         _bb_refresh(st, b, so, hp, ho, dim)
 
 
@@ -186,6 +191,8 @@ def stats_width_compiled(code, dim):
         return 4 * dim + 2
     if code == NIW:
         return dim * dim + 3 * dim + 5
+    if code == GRAPH:
+        return dim + 2
     return 3 * dim + 1
 
 
@@ -244,11 +251,19 @@ def family_update(code, st, b, so, x, i, xo, hp, ho, dim, sign, scratch):
                 scratch[d] = (x[i, xo + d] - (kappa0 * hp[ho + d] + st[b, so + 1 + d]) / r) * f
             _chol_rank_one(st, b, so + 1 + dim, dim, scratch, -1.0)
         _niw_refresh(st, b, so, hp, ho, dim)
-    else:
+    elif code == BETA_BERNOULLI:
         st[b, so] += sign
         for d in range(dim):
             st[b, so + 1 + d] += sign * x[i, xo + d]
         _bb_refresh(st, b, so, hp, ho, dim)
+    else:  # GRAPH: edges inside change by the number of i's neighbours in the block
+        if sign > 0:
+            st[b, so + 1] += st[b, so + 2 + i]
+        st[b, so] += sign
+        for d in range(dim):
+            st[b, so + 2 + d] += sign * x[i, xo + d]
+        if sign < 0:
+            st[b, so + 1] -= st[b, so + 2 + i]
 
 
 @numba.njit(cache=True, fastmath=_FAST, error_model="numpy")
@@ -285,6 +300,10 @@ def family_log_preds(code, st, blocks, n_blocks, so, x, i, xo, hp, ho, dim, scra
                 q += w * w
             # log rather than log1p: equal to rounding in absolute terms, and cheaper
             out[j] += st[b, base + dim * dim + 1] - st[b, cache + 2 * dim + 1] * math.log(1.0 + q * st[b, cache + 2 * dim])
+    elif code == GRAPH:
+        for j in range(n_blocks):
+            if st[blocks[j], so + 2 + i] > 0.5:
+                out[j] = -np.inf
     else:
         for j in range(n_blocks):
             b = blocks[j]
@@ -324,6 +343,8 @@ def family_log_marginal(code, st, b, so, hp, ho, dim):
         for d in range(dim):
             out += math.lgamma(0.5 * (nu0 + m - d)) - math.lgamma(0.5 * (nu0 - d))
         return out
+    if code == GRAPH:
+        return -np.inf if st[b, so + 1] > 0.5 else 0.0
     for d in range(dim):
         a_ = hp[ho + d]
         b_ = hp[ho + dim + d]
