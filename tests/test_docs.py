@@ -33,7 +33,7 @@ def code_blocks(path: Path, language: str = "python") -> list[tuple[int, str]]:
 
 def test_doc_files_found():
     names = {p.name for p in DOC_FILES}
-    assert {"README.md", "getting_started.md", "models.md", "steps.md"} <= names
+    assert {"README.md", "getting_started.md", "models.md", "steps.md", "unbiased.md"} <= names
 
 
 @pytest.mark.parametrize("path", DOC_FILES, ids=lambda p: str(p.relative_to(ROOT)))
@@ -77,3 +77,32 @@ def test_demo_script_runs():
     assert "number of clusters" in out, proc.stdout
     assert re.search(r"^\s*\d+\s+[01]\.\d{3}\s*$", proc.stdout, re.MULTILINE), proc.stdout  # K / probability rows
     assert "alpha" in out and "wall time" in out
+
+
+def test_unbiased_example_runs(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "unbiased_gene.py"), "--quick"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert re.search(r"largest cluster \| data\] = 0\.\d{3} \(SE 0\.\d{3}; 95% CI", proc.stdout), proc.stdout
+    for coupling in ("ot", "maximal", "crn"):
+        assert re.search(rf"^{coupling}\s+meeting time median \d+", proc.stdout, re.MULTILINE), proc.stdout
+    assert (tmp_path / "unbiased_gene.png").stat().st_size > 10_000
+
+
+def test_docstring_examples_run():
+    """Every ``>>>`` example in the package's docstrings (doctest)."""
+    import doctest  # noqa: PLC0415
+    import importlib  # noqa: PLC0415
+    import pkgutil  # noqa: PLC0415
+
+    import pymc_partitions  # noqa: PLC0415
+
+    tried = 0
+    for info in pkgutil.walk_packages(pymc_partitions.__path__, "pymc_partitions."):
+        module = importlib.import_module(info.name)
+        result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+        assert result.failed == 0, f"{info.name}: {result.failed} docstring example(s) failed"
+        tried += result.attempted
+    assert tried >= 5

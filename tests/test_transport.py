@@ -159,7 +159,7 @@ def test_final_basis_is_strongly_feasible():
         iw, fw = make_workspace(na, nb)
         count, pivots, status = transport_plan_info(a, na, b, nb, cost, rows, cols, mass, iw, fw)
         assert status == 0
-        assert _strongly_feasible(na, nb, iw, fw, 1e-12)
+        assert _strongly_feasible(na, nb, iw, fw, 0.0)
         ref = transport_plan_pot(a, b, cost)
         ours = float((mass[:count] * cost[rows[:count], cols[:count]]).sum())
         assert abs(ours - (ref * cost).sum()) <= 1e-9 * max(1.0, (ref * cost).sum())
@@ -360,3 +360,204 @@ def test_called_from_jitted_loop(use_ws):
         assert abs((plan * cost).sum() - (ref * cost).sum()) <= 1e-9 * max(1.0, (ref * cost).sum())
         np.testing.assert_allclose(plan.sum(axis=1), A[p, :na], rtol=0, atol=1e-10)
         np.testing.assert_allclose(plan.sum(axis=0), B[p, :nb], rtol=0, atol=1e-10)
+
+
+# ---------------------------------------------------------------------------------------
+# nearly equal marginals: the common case of two close chains in the coupled sampler
+
+# Saved by the coupled Gibbs sampler (two normalised Gibbs conditionals computed in
+# different orders, equal up to ~1e-14; entries past index 4 are garbage). The earlier
+# float-flow version with a 1e-14 tie tolerance returned status 3 and no plan.
+_SAMPLER_P = [0.3913085560220498, 0.04994285389955173, 0.28315955217548083,
+              0.2755890379029178, -6.355781182086616, 0.2831975317341311,
+              4.64888777907184e-310, 4.6488867469118e-310]
+_SAMPLER_Q = [0.39130855602206166, 0.04994285389955074, 0.2831595521754752,
+              0.27558903790291234, 0.04862982385523449, 0.28319753173413126,
+              2.446496913283774e-296, 3.0966136262904634e-282]
+_SAMPLER_COST = [
+    [0.0, 4.0, 2.0, 1.0, 1.0, 1.0, 3.752093494654992e+199, 4.968449768787373e+180],
+    [4.0, 0.0, 4.0, 3.0, 1.0, 1.0, 1.1285202865804863e+277, 3.6842047719410177e+180],
+    [2.0, 4.0, 0.0, 1.0, 1.0, 1.0, 1.7312575040177735e+185, 1.144487848408671e+243],
+    [1.0, 3.0, 1.0, 0.0, 2.0, 1.0, 4.2725569904163475e+180, 1.2862455246608194e+248],
+    [1.0, 1.0, 1.0, 2.0, 0.0, 1.0, 5.824714872028773e+257, 2.135228101689133e+185],
+    [1.0, 1.0, 1.0, 1.0, 1.0, 0.0, 4.161932790759802e+199, 1.5076527959385556e+214],
+    [4.238942916787577e+175, 1.5553984060619707e+161, 2.3163399257211256e-152,
+     3.3699032691618745e+30, 9724899708414594.0, 9.926786970111975e+247,
+     4.238942916776229e+175, 3.607058163875155e-85],
+    [5.327511303663913e+233, 5.2987481108728635e+180, 1.3265551019524164e-258,
+     6.64234389854007e+246, 1.2869830845166223e+247, 2.465983939130852e-154,
+     8.786452778814951e+228, 8.808737050368358e+228],
+]
+
+
+def check_close_to_pot(a, b, cost, pad=0, rng=None):
+    """Solve with garbage past na / nb; status 0, POT's optimal cost to 1e-9 relative (1e-12
+    absolute near 0), marginals within 1e-10, a basic plan. Returns the dense plan."""
+    na, nb = len(a), len(b)
+    if rng is None:
+        rng = np.random.default_rng(0)
+    ap = np.concatenate([a, rng.normal(size=pad) * 10.0])
+    bp = np.concatenate([b, rng.normal(size=pad) * 10.0])
+    cp = rng.normal(size=(na + pad, nb + pad)) * 1e6
+    cp[:na, :nb] = cost
+    rows = np.full(na + nb + pad, -1, np.int64)
+    cols = np.full(na + nb + pad, -1, np.int64)
+    mass = np.full(na + nb + pad, np.nan)
+    iw, fw = make_workspace(na, nb)
+    count, pivots, status = transport_plan_info(ap, na, bp, nb, cp, rows, cols, mass, iw, fw)
+    assert status == 0, (status, a, b, cost)
+    assert 0 < count <= na + nb - 1
+    assert np.all(mass[:count] > 0)
+    plan = np.zeros((na, nb))
+    for r, c, m in zip(rows[:count], cols[:count], mass[:count]):
+        assert 0 <= r < na and 0 <= c < nb and plan[r, c] == 0.0
+        plan[r, c] = m
+    assert is_forest(rows[:count], cols[:count], na)
+    ref = transport_plan_pot(a, b, cost)
+    c_ours = float((plan * cost).sum())
+    c_ref = float((ref * cost).sum())
+    assert abs(c_ours - c_ref) <= max(1e-9 * abs(c_ref), 1e-12), (c_ours, c_ref)
+    np.testing.assert_allclose(plan.sum(axis=1), a / a.sum(), rtol=0, atol=1e-10)
+    np.testing.assert_allclose(plan.sum(axis=0), b / b.sum(), rtol=0, atol=1e-10)
+    assert np.all(plan[a <= 0, :] == 0) and np.all(plan[:, b <= 0] == 0)
+    return plan
+
+
+def test_sampler_case_nearly_equal_marginals():
+    p = np.array(_SAMPLER_P)
+    q = np.array(_SAMPLER_Q)
+    cost = np.array(_SAMPLER_COST)
+    mx = my = 4
+    rows = np.zeros(20, np.int64)
+    cols = np.zeros(20, np.int64)
+    mass = np.zeros(20)
+    iw, fw = make_workspace(mx, my)
+    count, pivots, status = transport_plan_info(p, mx, q, my, cost, rows, cols, mass, iw, fw)
+    assert status == 0 and count > 0
+    plan = np.zeros((mx, my))
+    plan[rows[:count], cols[:count]] = mass[:count]
+    np.testing.assert_allclose(plan.sum(axis=1), p[:mx] / p[:mx].sum(), rtol=0, atol=1e-15)
+    np.testing.assert_allclose(plan.sum(axis=0), q[:my] / q[:my].sum(), rtol=0, atol=1e-15)
+    # (almost) diagonal: the only off-diagonal mass is the ~1e-14 difference of p and q
+    np.testing.assert_allclose(np.diag(plan), np.minimum(p[:mx], q[:my]), rtol=0, atol=1e-15)
+    assert plan.sum() - np.trace(plan) < 2e-14
+    ref = transport_plan_pot(p[:mx], q[:my], cost[:mx, :my])
+    assert abs((plan * cost[:mx, :my]).sum() - (ref * cost[:mx, :my]).sum()) <= 1e-12
+    # the same problem through the generic checker, and with the sides swapped
+    check_close_to_pot(p[:mx], q[:my], cost[:mx, :my], pad=3)
+    check_close_to_pot(q[:my], p[:mx], cost[:mx, :my].T.copy(), pad=3)
+
+
+_NOISE_SCALES = [0.0, 1e-17, 1e-15, 1e-14, 1e-13, 1e-12, 1e-10]
+
+
+def _hamming_from_table(t):
+    s = t.sum(axis=1)
+    u = t.sum(axis=0)
+    return 2.0 * (s[:, None] + u[None, :] - 2.0 * t)
+
+
+def nearly_equal_problem(rng, kind, scale):
+    """Masses a and b = (a, permuted for a permutation cost) with relative noise of the
+    given scale, optionally renormalised, and a cost with many ties and zero cells."""
+    n = int(rng.integers(1, 31))
+    a = rng.random(n) ** rng.choice([1.0, 3.0, 10.0])
+    a[rng.random(n) < rng.choice([0.0, 0.0, 0.3])] = 0.0
+    if a.sum() == 0:
+        a[rng.integers(n)] = 1.0
+    if rng.random() < 0.5:
+        a = a / a.sum()
+    perm = np.arange(n)
+    if kind == "identical_partitions":  # zero diagonal
+        cost = _hamming_from_table(np.diag(rng.integers(1, 6, n)).astype(float))
+    elif kind == "permuted_identity":  # zero cost on a permutation
+        perm = rng.permutation(n)
+        t = np.zeros((n, n))
+        t[np.arange(n), perm] = rng.integers(1, 6, n)
+        cost = _hamming_from_table(t)
+    elif kind == "close_partitions":
+        t = np.diag(rng.integers(0, 6, n)).astype(float)
+        t += rng.integers(0, 3, (n, n)) * (rng.random((n, n)) < 0.15)
+        cost = _hamming_from_table(t)
+    elif kind == "random_table":
+        cost = _hamming_from_table(rng.integers(0, 4, (n, n)) * (rng.random((n, n)) < 0.4) * 1.0)
+    else:  # "int_ties"
+        cost = rng.integers(0, 4, (n, n)).astype(float)
+        if rng.random() < 0.5:
+            np.fill_diagonal(cost, 0.0)
+    b = np.empty(n)
+    b[perm] = a
+    b = b * (1.0 + scale * rng.normal(size=n))
+    if rng.random() < 0.5:
+        b = b / b.sum()
+    return a, b, cost
+
+
+_KINDS = ["identical_partitions", "permuted_identity", "close_partitions", "random_table",
+          "int_ties"]
+
+
+@pytest.mark.parametrize("scale", _NOISE_SCALES)
+def test_nearly_equal_marginals_fuzz(scale):
+    """About 4000 problems in all: b = a up to relative noise (1e-17 .. 1e-10), with
+    Hamming costs of identical, permuted, close and random partitions and integer costs
+    with ties. Every one must be solved (status 0) to POT's optimal cost."""
+    rng = np.random.default_rng(int(scale * 1e17) + 1)
+    for it in range(600):
+        kind = _KINDS[it % len(_KINDS)]
+        a, b, cost = nearly_equal_problem(rng, kind, scale)
+        plan = check_close_to_pot(a, b, cost, pad=it % 4, rng=rng)
+        if kind == "identical_partitions" and np.array_equal(a, b):
+            # identical masses, zero diagonal: exactly the diagonal plan, zero cost
+            np.testing.assert_array_equal(plan, np.diag(np.diag(plan)))
+            assert (plan * cost).sum() == 0.0
+
+
+def test_ulp_perturbed_and_rescaled_masses():
+    """Marginals differing by single ulps, with extreme overall scales and masses spanning
+    many orders of magnitude: still status 0 and optimal."""
+    rng = np.random.default_rng(42)
+    for it in range(1000):
+        n = int(rng.integers(1, 31))
+        a = 10.0 ** rng.uniform(-18, 0, n) if it % 2 else rng.random(n)
+        a = a / a.sum()
+        b = a.copy()
+        steps = rng.integers(-3, 4, n)
+        for _ in range(3):
+            b = np.where(steps > 0, np.nextafter(b, np.inf), b)
+            b = np.where(steps < 0, np.nextafter(b, -np.inf), b)
+            steps = steps - np.sign(steps)
+        if it % 3 == 0:
+            b = b * 10.0 ** rng.uniform(-250, 250)
+        if it % 3 == 1:
+            a = a * 10.0 ** rng.uniform(-250, 250)
+        if it % 2:
+            cost = rng.integers(0, 3, (n, n)).astype(float)
+        else:
+            cost = hamming_cost(rng, n + 1, n + 1)[:n, :n]
+        np.fill_diagonal(cost, 0.0)
+        check_close_to_pot(a, b, cost, pad=it % 2, rng=rng)
+
+
+def test_only_status_zero_for_valid_inputs():
+    """A few thousand small random problems of every kind: no status other than 0, and the
+    returned masses always sum to 1 (there is always a plan)."""
+    rng = np.random.default_rng(99)
+    iw, fw = make_workspace(12, 12)
+    rows = np.empty(24, np.int64)
+    cols = np.empty(24, np.int64)
+    mass = np.empty(24)
+    for it in range(5000):
+        na, nb = int(rng.integers(1, 13)), int(rng.integers(1, 13))
+        q = int(rng.integers(1, 4))
+        a = rng.integers(0, q + 1, na).astype(float) + (rng.random(na) < 0.3) * 1e-15
+        b = rng.integers(0, q + 1, nb).astype(float) + (rng.random(nb) < 0.3) * 1e-15
+        if a.sum() == 0:
+            a[0] = 1.0
+        if b.sum() == 0:
+            b[0] = 1.0
+        cost = rng.integers(0, 3, (na, nb)).astype(float)
+        count, pivots, status = transport_plan_info(a, na, b, nb, cost, rows, cols, mass, iw, fw)
+        assert status == 0
+        assert 0 < count <= na + nb - 1
+        assert abs(mass[:count].sum() - 1.0) <= 1e-14

@@ -10,8 +10,11 @@ inside other jitted code: about 1 us for 5x5, 11 us for 20x20, 75 us for 50x50.
 
 Method
 ------
-Rows and columns whose mass is at most ``1e-14`` of the total are dropped, the rest
-renormalised. A matrix-minimum greedy start (repeatedly fill the cheapest cell of the live
+Each side's masses are renormalised and rounded to integers in units of ``2**-62`` of the
+total, the rounding residue (at most about ``2**-52``) going to the largest entry, so both
+sides sum to exactly ``2**62`` (entries below ``2**-63`` of the total become 0 and are
+dropped). All flow arithmetic is then exact integer arithmetic; only costs and potentials
+are floating point. A matrix-minimum greedy start (repeatedly fill the cheapest cell of the live
 rows and columns) gives a basis tree of ``ma + mb - 1`` cells. Potentials
 ``u_i + v_j = c_ij`` live on the tree; pricing scans rows cyclically from where it last
 stopped, at least two rows and on until a negative reduced cost is seen, and takes the most
@@ -30,11 +33,19 @@ the real one. In a tree the ``delta`` part of the flow on the edge above node ``
 ``+size(x)`` if ``x`` is a row and ``-size(x)`` if it is a column (``size`` = number of nodes
 in the subtree of ``x``), so the ratio test is a lexicographic comparison of
 ``(flow, coefficient)`` pairs needing no extra storage; the greedy start tracks the
-coefficients explicitly. Flows within ``1e-14`` of the smallest count as tied, and tied
-flows are set to exactly zero, so the tracked flows are always 0 or above the tolerance
-and ties are resolved consistently. The basis is optimal when no reduced cost is below
-``-1e-12 * max|cost|``; the flows are then recomputed from the tree and the renormalised
-marginals, so the plan's marginals are right to rounding.
+coefficients explicitly. Because the flows are exact, ties are exact and this argument
+holds literally: the start is always a spanning tree of ``ma + mb - 1`` cells feasible for
+the perturbed problem, and the pivots cannot cycle. (An earlier version kept the flows in
+floating point with a tie tolerance of ``1e-14`` and rounded tied flows to zero; with two
+marginals equal up to rounding, the case of two coupled chains that are close, the
+discarded residues accumulated, the tolerance-based comparisons became inconsistent with
+the actual remaining masses, and the greedy start could end with rows and columns still
+open and no spanning tree.) The basis is optimal when no reduced cost is below
+``-1e-12 * max|cost|``, far above the rounding error of the potentials, so every pivot
+taken has a truly negative reduced cost. The output is the basis cells with positive
+flow, as floats; the plan's marginals are those of the rounded masses, within a few
+``1e-16`` of ``a / a.sum()`` and ``b / b.sum()``, and a plan between identical masses is
+exactly their diagonal.
 """
 
 import warnings
@@ -52,8 +63,9 @@ __all__ = [
 ]
 
 _CTOL = 1e-12  # reduced costs above -_CTOL * max|cost| count as nonnegative
-_MTOL = 1e-14  # (normalised) masses and flows closer than this count as equal
-_DROP = 1e-15  # final plan entries at or below this (rounding residue of zero flows) are not output
+_UNIT = 1 << 62  # masses are integers in units of 2**-62 of the total (exact arithmetic)
+_UNITF = float(1 << 62)
+_INV_UNIT = 2.0 ** -62
 _BLOCK = 2  # partial pricing: rows scanned at least (then on until a candidate is found)
 
 
@@ -63,7 +75,7 @@ def workspace_sizes(na, nb):
     :func:`transport_plan_ws` needs for an ``na`` x ``nb`` problem (enough for any smaller
     one too)."""
     n = na + nb
-    return 4 * na + 4 * nb + 16 * n + 2, 3 * na + 2 * nb + 4 * n + na * nb
+    return 6 * na + 6 * nb + 17 * n + 2, na + 2 * n + na * nb
 
 
 @numba.njit(cache=True)
@@ -116,10 +128,13 @@ def _tree_from_root(iw, fw, n, HEAD, NXT, HTO, PAR, PARC, DEP, SIZ, ORD, POT, AC
 def transport_plan_info(a, na, b, nb, cost, rows, cols, mass, iwork, fwork):
     """:func:`transport_plan_ws` returning ``(count, pivots, status)``.
 
-    status 0: optimal. 1: pivot limit reached (never observed; the plan is a valid coupling
-    but may not be optimal). 2: ``a[:na]`` or ``b[:nb]`` has no positive finite total
-    (count 0). 3: internal inconsistency, cannot happen (count 0). 4: an array is too short
-    for ``na``, ``nb`` (count 0).
+    status 0: optimal. 2: ``a[:na]`` or ``b[:nb]`` has no positive finite total (count 0).
+    4: an array is too short for ``na``, ``nb`` (count 0). For finite costs and masses with
+    positive finite totals the status is always 0: 1 (pivot limit ``1000 + 50 (na + nb)**2``
+    reached; the plan is a valid coupling but may not be optimal) and 3 (internal
+    inconsistency, count 0) are guards against programming errors only. The method provably
+    terminates (exact flows, no cycling); pivot counts seen in practice are below
+    ``2 (na + nb)``.
     """
     iw = iwork
     fw = fwork
@@ -151,68 +166,87 @@ def transport_plan_info(a, na, b, nb, cost, rows, cols, mass, iwork, fwork):
     PRV = NXT + 2 * nn
     HTO = PRV + 2 * nn  # node at the other end of a half-edge
     META = HTO + 2 * nn  # numbers of kept rows and columns (for _strongly_feasible)
-    # float64 work layout (offsets into fw)
-    RA = 0  # renormalised kept masses
-    RB = RA + na
-    REMA = RB + nb  # greedy: remaining supply / demand
+    QA = META + 2  # kept masses in units of 2**-62 (each side sums to exactly 2**62)
+    QB = QA + na
+    REMA = QB + nb  # greedy: remaining supply / demand (units)
     REMB = REMA + na
-    RBC = REMB + nb  # greedy: cost of RBEST
-    AF = RBC + na  # flow of basis cell k
-    POT = AF + nn  # potentials u (rows) then v (columns)
-    NS = POT + nn  # net supply of subtrees (final flow recomputation)
-    ACOST = NS + nn  # cost of basis cell k
+    AF = REMB + nb  # flow of basis cell k (units)
+    # float64 work layout (offsets into fw)
+    RBC = 0  # greedy: cost of RBEST
+    POT = RBC + na  # potentials u (rows) then v (columns)
+    ACOST = POT + nn  # cost of basis cell k
     CL = ACOST + nn  # kept cost submatrix, row-major
 
-    # ---- kept rows and columns, renormalised masses ------------------------------------
-    # Masses at or below _MTOL of the total are dropped: the perturbation needs every kept
-    # mass to exceed the tie tolerance.
+    # ---- kept rows and columns, masses as exact integers --------------------------------
+    # Each side is renormalised (by a compensated sum) and rounded to integer multiples of
+    # 2**-62, the rounding residue (about 2**-52 of the total at most) going to the largest
+    # entry, so that both sides sum to exactly 2**62. From here on all flow arithmetic is
+    # exact integer arithmetic: ties are exact ties, no tolerance is needed, and the
+    # symbolic perturbation below is exactly consistent. Entries below 2**-63 of the total
+    # round to zero and are dropped.
     sa = 0.0
+    ca = 0.0
     for i in range(na):
         x = a[i]
         if x > 0.0:
-            sa += x
+            t = sa + x
+            ca += ((sa - t) + x) if sa >= x else ((x - t) + sa)
+            sa = t
+    sa += ca
     sb = 0.0
+    ca = 0.0
     for j in range(nb):
         x = b[j]
         if x > 0.0:
-            sb += x
+            t = sb + x
+            ca += ((sb - t) + x) if sb >= x else ((x - t) + sb)
+            sb = t
+    sb += ca
     if not (sa > 0.0 and sa < np.inf and sb > 0.0 and sb < np.inf):
         return 0, 0, 2
-    lim = _MTOL * sa
-    sa = 0.0
     ma = 0
+    tot = 0
+    big = 0
     for i in range(na):
         x = a[i]
-        if x > lim:
-            iw[IA + ma] = i
-            sa += x
-            ma += 1
-    lim = _MTOL * sb
-    sb = 0.0
+        if x > 0.0:
+            q = np.int64(x / sa * _UNITF + 0.5)
+            if q > 0:
+                iw[IA + ma] = i
+                iw[QA + ma] = q
+                tot += q
+                if q > iw[QA + big]:
+                    big = ma
+                ma += 1
+    iw[QA + big] += _UNIT - tot
     mb = 0
+    tot = 0
+    big = 0
     for j in range(nb):
         x = b[j]
-        if x > lim:
-            iw[JB + mb] = j
-            sb += x
-            mb += 1
-    for i in range(ma):
-        fw[RA + i] = a[iw[IA + i]] / sa
-    for j in range(mb):
-        fw[RB + j] = b[iw[JB + j]] / sb
+        if x > 0.0:
+            q = np.int64(x / sb * _UNITF + 0.5)
+            if q > 0:
+                iw[JB + mb] = j
+                iw[QB + mb] = q
+                tot += q
+                if q > iw[QB + big]:
+                    big = mb
+                mb += 1
+    iw[QB + big] += _UNIT - tot
     iw[META] = ma
     iw[META + 1] = mb
     if ma == 1:
         for j in range(mb):
             rows[j] = iw[IA]
             cols[j] = iw[JB + j]
-            mass[j] = fw[RB + j]
+            mass[j] = iw[QB + j] * _INV_UNIT
         return mb, 0, 0
     if mb == 1:
         for i in range(ma):
             rows[i] = iw[IA + i]
             cols[i] = iw[JB]
-            mass[i] = fw[RA + i]
+            mass[i] = iw[QA + i] * _INV_UNIT
         return ma, 0, 0
     n = ma + mb
 
@@ -231,16 +265,19 @@ def transport_plan_info(a, na, b, nb, cost, rows, cols, mass, iwork, fwork):
     cl = fw[CL:CL + ma * mb]
 
     # ---- matrix-minimum greedy start on the perturbed masses -----------------------------
-    # Perturbed supplies: row i: ra[i] + delta; column j: demand rb[j] - delta; root column
-    # mb - 1: demand rb[mb-1] + (n - 1) delta. Remaining masses are (value, coefficient)
-    # pairs compared lexicographically, values kept either 0 or > _MTOL. The perturbed
-    # problem is nondegenerate, so each step uses up exactly one row or column except the
-    # last, and the cells form a spanning tree feasible for it (a strongly feasible tree).
+    # Perturbed supplies: row i: qa[i] + delta; column j: demand qb[j] - delta; root column
+    # mb - 1: demand qb[mb-1] + (n - 1) delta (both sides total 2**62 + ma delta). Remaining
+    # masses are exact (value, coefficient) pairs compared lexicographically. The perturbed
+    # problem is nondegenerate (no proper subset of rows and columns balances), so each
+    # step uses up exactly one row or column except the last, which uses up both, and the
+    # cells form a spanning tree feasible for it (a strongly feasible tree). The choice is
+    # also forced structurally once one side has a single line left (the comparison then
+    # agrees anyway), so the cells always form a spanning tree.
     for i in range(ma):
-        fw[REMA + i] = fw[RA + i]
+        iw[REMA + i] = iw[QA + i]
         iw[KA + i] = 1
     for j in range(mb):
-        fw[REMB + j] = fw[RB + j]
+        iw[REMB + j] = iw[QB + j]
         iw[KB + j] = -1
         iw[COLACT + j] = j
         iw[ALIVE + j] = j
@@ -284,37 +321,38 @@ def transport_plan_info(a, na, b, nb, cost, rows, cols, mass, iwork, fwork):
             iw[RBEST + t_best] = jj
             fw[RBC + t_best] = cc
             continue
-        d = fw[REMA + i] - fw[REMB + j]
-        if d > _MTOL:
-            cmp = 1
-        elif d < -_MTOL:
+        if nrow == 1:
+            cmp = 0 if nact == 1 else 1
+        elif nact == 1:
             cmp = -1
-        elif iw[KA + i] < iw[KB + j]:
-            cmp = -1
-        elif iw[KA + i] > iw[KB + j]:
-            cmp = 1
         else:
-            cmp = 0
+            d = iw[REMA + i] - iw[REMB + j]
+            if d > 0:
+                cmp = 1
+            elif d < 0:
+                cmp = -1
+            elif iw[KA + i] < iw[KB + j]:
+                cmp = -1
+            else:  # (equal pairs cannot occur before the last cell)
+                cmp = 1
         iw[AR + narc] = i
         iw[AC + narc] = j
         if cmp < 0:  # row i used up
-            fw[AF + narc] = fw[REMA + i]
+            iw[AF + narc] = iw[REMA + i]
             narc += 1
-            rem = fw[REMB + j] - fw[REMA + i]
-            fw[REMB + j] = rem if rem > _MTOL else 0.0
+            iw[REMB + j] -= iw[REMA + i]
             iw[KB + j] -= iw[KA + i]
             nrow -= 1
             iw[ROWACT + t_best] = iw[ROWACT + nrow]
             iw[RBEST + t_best] = iw[RBEST + nrow]
             fw[RBC + t_best] = fw[RBC + nrow]
             continue
-        # column j used up (cmp == 0: both, which happens only at the last cell)
-        fw[AF + narc] = fw[REMB + j] if cmp > 0 else min(fw[REMA + i], fw[REMB + j])
+        # column j used up (cmp == 0: both, the last cell)
+        iw[AF + narc] = iw[REMB + j]
         narc += 1
-        rem = fw[REMA + i] - fw[REMB + j]
-        fw[REMA + i] = rem if rem > _MTOL else 0.0
+        iw[REMA + i] -= iw[REMB + j]
         iw[KA + i] -= iw[KB + j]
-        if cmp == 0 or nact == 1:
+        if cmp == 0:
             break
         nact -= 1
         t = iw[ALIVE + j]
@@ -417,50 +455,41 @@ def transport_plan_info(a, na, b, nb, cost, rows, cols, mass, iwork, fwork):
         # Flow goes round bp -> Q -> (tree) -> bp. It decreases on the edges above column
         # nodes of the Q path (delta coefficient -size) and above row nodes of the bp path
         # (coefficient +size). Leaving: smallest flow, ties broken by smallest coefficient.
-        fmin = np.inf
-        for t in range(nq):
-            x = iw[PQ + t]
-            if x >= ma:
-                f = fw[AF + iw[PARC + x]]
-                if f < fmin:
-                    fmin = f
-        for t in range(npp):
-            x = iw[PP + t]
-            if x < ma:
-                f = fw[AF + iw[PARC + x]]
-                if f < fmin:
-                    fmin = f
-        lim = fmin + _MTOL
+        # Flows are exact integers, so ties are exact.
+        theta = _UNIT
         kbest = n + 1
         leave = -1
         for t in range(nq):
             x = iw[PQ + t]
-            if x >= ma and fw[AF + iw[PARC + x]] <= lim and -iw[SIZ + x] < kbest:
-                kbest = -iw[SIZ + x]
-                leave = x
+            if x >= ma:
+                f = iw[AF + iw[PARC + x]]
+                if f < theta or (f == theta and -iw[SIZ + x] < kbest):
+                    theta = f
+                    kbest = -iw[SIZ + x]
+                    leave = x
         for t in range(npp):
             x = iw[PP + t]
-            if x < ma and fw[AF + iw[PARC + x]] <= lim and iw[SIZ + x] < kbest:
-                kbest = iw[SIZ + x]
-                leave = x
-        theta = fmin
-        if theta > 0.0:  # (tracked flows are 0 or > _MTOL, so theta == 0 changes nothing)
+            if x < ma:
+                f = iw[AF + iw[PARC + x]]
+                if f < theta or (f == theta and iw[SIZ + x] < kbest):
+                    theta = f
+                    kbest = iw[SIZ + x]
+                    leave = x
+        if theta > 0:
             for t in range(nq):
                 x = iw[PQ + t]
                 k = AF + iw[PARC + x]
                 if x >= ma:
-                    f = fw[k] - theta
-                    fw[k] = f if f > _MTOL else 0.0
+                    iw[k] -= theta
                 else:
-                    fw[k] += theta
+                    iw[k] += theta
             for t in range(npp):
                 x = iw[PP + t]
                 k = AF + iw[PARC + x]
                 if x < ma:
-                    f = fw[k] - theta
-                    fw[k] = f if f > _MTOL else 0.0
+                    iw[k] -= theta
                 else:
-                    fw[k] += theta
+                    iw[k] += theta
         # The subtree T below `leave` contains endpoint e of the entering cell; it is cut
         # off and re-hung below the other endpoint fnode. Cell k is reused for the new cell.
         k = iw[PARC + leave]
@@ -491,7 +520,7 @@ def transport_plan_info(a, na, b, nb, cost, rows, cols, mass, iwork, fwork):
                 iw[PRV + g] = iw[PRV + h]
         iw[AR + k] = bp
         iw[AC + k] = bq
-        fw[AF + k] = theta
+        iw[AF + k] = theta
         fw[ACOST + k] = cl[base + bq]
         iw[HTO + 2 * k] = Q
         iw[HTO + 2 * k + 1] = bp
@@ -534,24 +563,14 @@ def transport_plan_info(a, na, b, nb, cost, rows, cols, mass, iwork, fwork):
             x = iw[ORD + t]
             iw[SIZ + iw[PAR + x]] += iw[SIZ + x]
 
-    # ---- flows of the final basis from the renormalised marginals ------------------------
-    _tree_from_root(iw, fw, n, HEAD, NXT, HTO, PAR, PARC, DEP, SIZ, ORD, POT, ACOST)
-    for i in range(ma):
-        fw[NS + i] = fw[RA + i]
-    for j in range(mb):
-        fw[NS + ma + j] = -fw[RB + j]
-    for t in range(n - 1, 0, -1):
-        x = iw[ORD + t]
-        fx = fw[NS + x]
-        fw[AF + iw[PARC + x]] = fx if x < ma else -fx
-        fw[NS + iw[PAR + x]] += fx
+    # ---- output: the cells of the final basis with positive flow ------------------------
     count = 0
     for k in range(narc):
-        f = fw[AF + k]
-        if f > _DROP:
+        f = iw[AF + k]
+        if f > 0:
             rows[count] = iw[IA + iw[AR + k]]
             cols[count] = iw[JB + iw[AC + k]]
-            mass[count] = f
+            mass[count] = f * _INV_UNIT
             count += 1
     return count, pivots, status
 
@@ -566,13 +585,13 @@ def _strongly_feasible(na, nb, iwork, fwork, tol):
     AR = 4 * na + 4 * nb
     PARC = AR + 3 * nn
     META = AR + 16 * nn
-    AF = 3 * na + 2 * nb
+    AF = META + 2 + 2 * na + 2 * nb
     ma = iwork[META]
     mb = iwork[META + 1]
     if ma <= 1 or mb <= 1:
         return True
     for x in range(ma + mb - 1):
-        if fwork[AF + iwork[PARC + x]] <= tol and x >= ma:
+        if iwork[AF + iwork[PARC + x]] * _INV_UNIT <= tol and x >= ma:
             return False
     return True
 
@@ -590,7 +609,7 @@ def transport_plan_ws(a, na, b, nb, cost, rows, cols, mass, iwork, fwork):
 def transport_plan(a, na, b, nb, cost, rows, cols, mass):
     """Optimal transport plan between masses ``a[:na]`` and ``b[:nb]`` for ``cost[:na, :nb]``.
 
-    The masses are renormalised to sum to one; entries <= 0 (or at most 1e-14 of the
+    The masses are renormalised to sum to one; entries <= 0 (or below 2**-63 of the
     total) get no mass. Costs must be finite. On return ``rows[:count], cols[:count],
     mass[:count]`` (arrays of length >= na + nb) list the nonzero cells of an optimal basic
     plan (count <= na + nb - 1) whose marginals are ``a / a.sum()`` and ``b / b.sum()`` to
