@@ -127,8 +127,11 @@ def main():
             met = meeting["met"].values
             taus = np.where(met, tau, caps[name])  # unmet pairs count at the cap: quantiles are lower bounds
             q1, med, q3 = np.quantile(taus, [0.25, 0.5, 0.75])
-            bound = "" if met.all() else ">="
-            print(f"| {name} | {c} | {bound}{med:.0f} | {bound}{q1:.0f}-{bound}{q3:.0f} | {bound}{taus.max():.0f} | "
+
+            def fmt(v, cap=caps[name]):
+                return f">={cap}" if v >= cap else f"{v:.0f}"
+
+            print(f"| {name} | {c} | {fmt(med)} | {fmt(q1)}-{fmt(q3)} | {fmt(taus.max())} | "
                   f"{met.mean():.0%} | {caps[name]} | {wall:.1f} |")
 
 

@@ -82,13 +82,21 @@ def test_estimate_matches_enumeration_with_pilot_chosen_k_m():
     assert attrs["k_m_from_pilot"].startswith("yes") and attrs["m"] == 10 * attrs["k"]
 
 
-def test_time_budget_counts_only_complete_pairs():
+@pytest.mark.parametrize("cores", [1, 2])
+def test_time_budget_counts_only_complete_pairs(cores):
     model, _, _ = model_and_exact()
-    result = pmp.sample_unbiased(model, h=pmp.h.n_clusters, time_budget=1.0, k=1, m=3, cores=1,
+    result = pmp.sample_unbiased(model, h=pmp.h.n_clusters, time_budget=1.0, k=1, m=3, cores=cores,
                                  progressbar=False, random_seed=1)
     ds = unbiased(result)
     assert ds.sizes["pair"] >= 5 and not np.isnan(ds["n_clusters"].values).any()
-    assert ds.attrs["time_budget"] == 1.0
+    assert ds.attrs["time_budget"] == 1.0 and ds.attrs["workers"] == cores
+
+
+def test_progress_bar_runs(capsys):
+    model, _, _ = model_and_exact()
+    result = pmp.sample_unbiased(model, n_pairs=4, k=1, m=2, cores=1, progressbar=True, random_seed=0)
+    assert result["meeting"]["met"].values.all()
+    assert "coupled pairs" in capsys.readouterr().out
 
 
 def test_unmet_pairs_warn_and_stay_in_the_output():
