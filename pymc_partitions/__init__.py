@@ -6,6 +6,7 @@ Partition priors (:class:`CRP`, :class:`PitmanYor`, :class:`FiniteDirichlet`), t
 (:class:`CollapsedGibbs`, assigned automatically; :class:`EscobarWest` and :class:`PriorSlice`
 for prior parameters). Unbiased estimates from coupled chains: :func:`sample_unbiased`,
 :func:`summarize_unbiased`, with functions of the partition in :mod:`pymc_partitions.h`.
+Centered W2 diagnostics: :func:`w2_convergence`, :func:`plot_w2_convergence`, :func:`w2_bias`.
 """
 
 from . import datasets, partition
@@ -15,6 +16,7 @@ from .pymc.distributions import BetaBernoulli, NormalInverseWishart, NormalNorma
 from .coupling import functions as h
 from .coupling.unbiased import suggest_k_m
 from .pymc.steps import CollapsedGibbs, EscobarWest, PriorSlice, register as _register
+from .pymc.diagnostics import plot_w2_convergence, w2_bias, w2_convergence
 from .pymc.unbiased import sample_unbiased, summarize_unbiased
 
 __version__ = "0.1.0"
@@ -33,6 +35,9 @@ __all__ = [
     "add_groups",
     "save",
     "load",
+    "w2_convergence",
+    "plot_w2_convergence",
+    "w2_bias",
     "sample_unbiased",
     "summarize_unbiased",
     "suggest_k_m",

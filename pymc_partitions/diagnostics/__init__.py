@@ -1,0 +1,1 @@
+"""Centered W2 estimators and convergence diagnostics (no PyMC here)."""
