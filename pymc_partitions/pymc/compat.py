@@ -77,6 +77,7 @@ __all__ = [
     "is_datatree",
     "is_inferencedata",
     "posterior_dataset",
+    "made_group",
     "group_names",
     "add_groups",
     "new_result",
@@ -205,6 +206,14 @@ def posterior_dataset(result, group: str = "posterior") -> xr.Dataset:
     if is_datatree(result):
         return result[group].to_dataset()
     return result[group]
+
+
+def made_group(result, group: str, maker: str) -> xr.Dataset:
+    """:func:`posterior_dataset` of a group that ``maker`` adds; a clear ``ValueError`` if absent."""
+    try:
+        return posterior_dataset(result, group)
+    except KeyError:
+        raise ValueError(f"the result has no {group!r} group: was it made by {maker}?") from None
 
 
 def _validate_groups(groups: Mapping[str, xr.Dataset]) -> dict[str, xr.Dataset]:

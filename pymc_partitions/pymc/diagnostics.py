@@ -18,7 +18,7 @@ import xarray as xr
 from ..diagnostics.convergence import ESTIMATES, w2_traces
 from ..diagnostics.partition_cost import mirkin_cost_matrix
 from ..diagnostics.wasserstein import hedged, squared_euclidean
-from .compat import add_groups, is_datatree, posterior_dataset
+from .compat import add_groups, made_group, posterior_dataset
 from .distributions import is_partition
 
 __all__ = ["w2_convergence", "plot_w2_convergence", "w2_bias"]
@@ -130,7 +130,7 @@ def plot_w2_convergence(idata, names=None, ax=None):
     intervals as bands (non-positive values are not drawn on the log axis). Returns the axes."""
     import matplotlib.pyplot as plt  # noqa: PLC0415
 
-    group = _group(idata, "w2_convergence")
+    group = made_group(idata, "w2_convergence", "pmp.w2_convergence")
     traces = sorted({v.rsplit("_U", 1)[0] for v in group.data_vars if v.endswith("_U")})
     names = traces if names is None else list(names)
     if ax is None:
@@ -152,16 +152,6 @@ def plot_w2_convergence(idata, names=None, ax=None):
         a.grid(alpha=0.3)
         a.legend(frameon=False)
     return np.array(axes)
-
-
-def _group(result, name):
-    if is_datatree(result):
-        if name not in result.children:
-            raise ValueError(f"the result has no {name!r} group")
-        return result[name].to_dataset()
-    if name not in result.groups():
-        raise ValueError(f"the result has no {name!r} group")
-    return posterior_dataset(result, name)
 
 
 def _halves(source, var_names, partitions):

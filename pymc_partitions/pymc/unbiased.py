@@ -19,7 +19,7 @@ from ..coupling.functions import largest_proportion, n_clusters
 from ..coupling.parallel import INITS, UnbiasedJob, run_pairs
 from ..coupling.sweep import COUPLINGS
 from ..coupling.unbiased import suggest_k_m
-from .compat import is_datatree, new_result, posterior_dataset
+from .compat import made_group, new_result
 from .distributions import is_partition
 from .terms import PartitionTerms
 
@@ -274,16 +274,6 @@ def _result(report, stacked, settings, record_distance):
     return new_result(groups)
 
 
-def _group(result, name):
-    if is_datatree(result):
-        if name not in result.children:
-            raise ValueError(f"the result has no {name!r} group: was it made by pmp.sample_unbiased?")
-        return result[name].to_dataset()
-    if name not in result.groups():
-        raise ValueError(f"the result has no {name!r} group: was it made by pmp.sample_unbiased?")
-    return posterior_dataset(result, name)
-
-
 def summarize_unbiased(result, var_names=None, ci: float = 0.95) -> pd.DataFrame:
     """Mean over pairs, its standard error and a normal ``ci`` interval, per estimated quantity.
 
@@ -291,8 +281,8 @@ def summarize_unbiased(result, var_names=None, ci: float = 0.95) -> pd.DataFrame
     ``ci_lower``, ``ci_upper``, ``n_pairs`` (pairs averaged) and ``n_met``. Pairs that did not
     meet are left out of the average with a warning, since the average is then biased.
     """
-    ds = _group(result, "unbiased")
-    meeting = _group(result, "meeting")
+    ds = made_group(result, "unbiased", "pmp.sample_unbiased")
+    meeting = made_group(result, "meeting", "pmp.sample_unbiased")
     met = meeting["met"].values
     if not 0 < ci < 1:
         raise ValueError(f"ci must be in (0, 1), got {ci}")
