@@ -13,7 +13,7 @@ from . import datasets, partition
 from .priors import CRP, FiniteDirichlet, PitmanYor
 from .pymc.compat import add_groups, load, save
 from .pymc.distributions import BetaBernoulli, NormalInverseWishart, NormalNormal, Partition
-from .coupling import functions as h
+from . import h
 from .coupling.unbiased import suggest_k_m
 from .pymc.steps import CollapsedGibbs, EscobarWest, PriorSlice, register as _register
 from .pymc.diagnostics import plot_w2_convergence, w2_bias, w2_convergence
