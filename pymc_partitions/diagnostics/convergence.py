@@ -3,7 +3,7 @@
 ``draws`` holds R independent chains' saved states, shape (R, T, ...): R chains, T saved
 iterations. For each saved iteration t the estimators bound W2^2(pi_t, pi) (pi the target) from
 above (U_t) and below (L_t), with confidence intervals, without knowing pi: the chains' own late
-states stand in for it. Two methods (WASSERSTEIN.md):
+states stand in for it. Two methods (formulas in docs/diagnostics.md):
 
 * ``"time_averaged"`` (App. E.1; for overdispersed starts, lower variance): w_t = max(0, W2^2(pi_t,
   Ytilde)) against the final states Ytilde, then U_t = w_t - mean over a stationary window S of

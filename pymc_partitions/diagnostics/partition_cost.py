@@ -3,7 +3,7 @@
 The Mirkin (Hamming) distance d(pi, nu) = sum_A |A|^2 + sum_B |B|^2 - 2 sum_{A,B} |A ∩ B|^2
 equals the squared Euclidean (Frobenius) distance between the n×n co-clustering matrices of pi
 and nu. So W2 on partitions with this cost is Euclidean W2 in that embedding, and every centered
-W2 estimator applies unchanged (DESIGN.md, "Representation"; WASSERSTEIN.md, "On partitions").
+W2 estimator applies unchanged (docs/diagnostics.md, "The estimators").
 
 :func:`mirkin_cost_matrix` computes all pairwise distances between two samples of label vectors
 in compiled code (numba, threads over rows), from contingency counts, in O(n + K_a K_b) per pair

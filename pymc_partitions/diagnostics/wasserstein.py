@@ -12,8 +12,8 @@ two samples of the same measure, which removes most of the bias:
 
 Standard errors come from the Kantorovich potentials of the two plug-in problems (a CLT for
 U, a delta method for ``Lbar = W2(X, Y') - W2(Y, Y')``), optionally with batch means over
-blocks of correlated draws (e.g. one block per chain). The formulas follow
-``/work/shared/WASSERSTEIN.md``, which restores the equations lost from the seed's text.
+blocks of correlated draws (e.g. one block per chain). The formulas (lost from the seed's
+text and restored from the authors' implementation) are written out in docs/diagnostics.md.
 
 The ground cost is a function ``cost(a, b) -> (len(a), len(b))`` matrix of *squared*
 distances; samples are whatever it accepts (point arrays for :func:`squared_euclidean`, label
