@@ -4,8 +4,9 @@
 Every pair draws its random numbers from its own child of one ``SeedSequence``, so the pairs'
 results do not depend on the executor, the number of workers or the order of completion. The job
 (model, kernel settings, functions h) travels to the workers pickled with cloudpickle, so h may
-be a lambda. Ctrl-C returns the pairs completed so far; a chunk of pairs whose worker fails is
-retried once and then reported per pair, never silently dropped.
+be a lambda. Ctrl-C returns the pairs completed so far. A pair that raises is reported with its
+error; a chunk whose worker dies is rerun once (on a fresh pool when the pool is ours) and then
+reported per pair. Nothing is silently dropped.
 """
 
 from __future__ import annotations
