@@ -1,5 +1,6 @@
 """Model-agnostic kernels on partitions (no PyMC here)."""
 
 from .gibbs import GibbsKernel, gibbs_sweeps, log_joint
+from .pgsm import PGSMKernel, pgsm_move
 
-__all__ = ["GibbsKernel", "gibbs_sweeps", "log_joint"]
+__all__ = ["GibbsKernel", "gibbs_sweeps", "log_joint", "PGSMKernel", "pgsm_move"]
