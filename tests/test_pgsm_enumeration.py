@@ -10,7 +10,7 @@ from models import PRIORS, pack
 from pymc_partitions.partition import canonicalize, enumerate_partitions
 from pymc_partitions.priors import CRP, FiniteDirichlet, PitmanYor
 from pymc_partitions.samplers.gibbs import GibbsKernel, log_joint
-from pymc_partitions.samplers.pgsm import PGSMKernel, conditional_path, pgsm_move, pgsm_random_numbers
+from pymc_partitions.samplers.pgsm import InformedAnchors, PGSMKernel, conditional_path, pgsm_move
 
 
 def perturbed(prior):
@@ -95,6 +95,42 @@ def test_few_particles_plain_and_always_resampling():
     check_against(parts, exact, samples[500:], [k[500:]], wrong=wrong)
 
 
+@pytest.mark.parametrize("prior_name,kind", [("crp", "cluster"), ("finite_dirichlet", "cluster"),
+                                             ("crp", "threshold"), ("pitman_yor", "threshold")])
+def test_informed_anchors_from_a_fixed_reference_match_enumeration(prior_name, kind):
+    """App. F's proposals built from a fixed reference clustering. The cluster-informed one gives
+    every pair positive probability (PGSM alone); the threshold-informed one here only pairs within
+    a reference block, which leaves PGSM alone reducible, so it runs with Gibbs sweeps."""
+    n = 6
+    prior = PRIORS[prior_name]
+    fam = pack("diag", n)
+    parts, exact, wrong = posteriors(prior, fam, n)
+    anchors = InformedAnchors(fam, prior.code, prior.kernel_params(), np.arange(n) % 2, kind=kind)
+    kernels = [PGSMKernel(fam, prior.code, prior.kernel_params(), num_particles=10, anchors=anchors)]
+    if kind == "threshold":
+        kernels.insert(0, GibbsKernel(fam, prior.code, prior.kernel_params()))
+    samples, k = run(kernels, n, 20000, seed=1)
+    check_against(parts, exact, samples[500:], [k[500:]], wrong=wrong)
+
+
+def test_informed_anchors_from_the_current_state_are_biased():
+    """Why the reference is fixed: Algorithm 4 scored on the *current* clustering makes h depend on
+    the state, which App. A's argument does not allow; the chain then misses the posterior."""
+    n = 6
+    prior = PRIORS["crp"]
+    fam = pack("diag", n)
+    parts, exact, _ = posteriors(prior, fam, n)
+    rng = np.random.default_rng(3)
+    labels = np.zeros(n, np.int64)
+    samples = np.empty((20000, n), np.int64)
+    for t in range(len(samples)):
+        anchors = InformedAnchors(fam, prior.code, prior.kernel_params(), labels, kind="cluster")
+        labels = PGSMKernel(fam, prior.code, prior.kernel_params(), num_particles=10, anchors=anchors).step(labels, rng)[0]
+        samples[t] = labels
+    with pytest.raises(AssertionError, match="TV"):
+        check_against(parts, exact, samples[500:], [samples[500:].max(axis=1)])
+
+
 def restricted(labels, items):
     """The clustering of ``items`` induced by ``labels``, as a set of frozensets."""
     blocks = {}
@@ -156,9 +192,10 @@ def test_move_is_deterministic_in_its_random_numbers():
             assert np.array_equal(a, canonicalize(a))
             labels = a
     # and through step(): the same seed gives the same chain
-    kernel = PGSMKernel(fam, prior.code, prior.kernel_params())
-    chains = [run([kernel], n, 50, seed=4)[0] for _ in range(2)]
-    assert np.array_equal(*chains)
+    for anchors in (None, InformedAnchors(fam, prior.code, prior.kernel_params(), np.arange(n) % 3)):
+        kernel = PGSMKernel(fam, prior.code, prior.kernel_params(), anchors=anchors)
+        chains = [run([kernel], n, 50, seed=4)[0] for _ in range(2)]
+        assert np.array_equal(*chains)
 
 
 def test_info_records_the_move():

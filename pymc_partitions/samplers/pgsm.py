@@ -45,11 +45,11 @@ import numba
 import numpy as np
 
 from .._numeric import draw_log_weights
-from ..families.kernels import FamilyPack, pack_init, pack_log_preds, pack_update
+from ..families.kernels import FamilyPack, pack_init, pack_log_marginal, pack_log_preds, pack_update
 from ..partition import canonicalize_into
 from ..priors import log_join_weight, log_new_weight
 
-__all__ = ["pgsm_move", "pgsm_random_numbers", "conditional_path", "PGSMKernel", "MOVES"]
+__all__ = ["pgsm_move", "pgsm_random_numbers", "conditional_path", "PGSMKernel", "InformedAnchors", "MOVES"]
 
 MOVES = ("keep", "split", "merge", "reallocate")
 _INFO_FIXED = 8  # info layout: see _pgsm_core
@@ -302,10 +302,14 @@ def pgsm_random_numbers(rng: np.random.Generator, n: int, num_particles: int = 2
     (sigma_1..sigma_A); ``order`` is a permutation of all items, whose restriction to the closure
     is its uniform order. Row t of the uniforms serves step t, whatever the closure size."""
     anchors = rng.choice(n, size=num_anchors, replace=False).astype(np.int64)
+    return (anchors,) + _smc_random_numbers(rng, n, num_particles)
+
+
+def _smc_random_numbers(rng, n, num_particles):
     order = rng.permutation(n).astype(np.int64)
     prop_u = rng.random((n, num_particles))
     res_u = rng.random((n, num_particles))
-    return anchors, order, prop_u, res_u, float(rng.random())
+    return order, prop_u, res_u, float(rng.random())
 
 
 def _info_dict(info, num_anchors):
@@ -382,10 +386,15 @@ class PGSMKernel:
         From a prior object (``prior.code``, ``prior.kernel_params()``).
     num_particles, resample_threshold, num_anchors, annealed :
         As in :func:`pgsm_move`.
+    anchors : InformedAnchors, optional
+        An informed anchor proposal (App. F, two anchors); uniform anchors if None.
     """
 
     def __init__(self, pack: FamilyPack, prior_code: int, prior_params, num_particles=20, resample_threshold=0.5,
-                 num_anchors=2, annealed=True):
+                 num_anchors=2, annealed=True, anchors=None):
+        if anchors is not None and num_anchors != 2:
+            raise ValueError("informed anchor proposals draw two anchors")
+        self.anchors = anchors
         self.pack = pack
         self.prior_code = int(prior_code)
         self.prior_params = np.asarray(prior_params, np.float64)
@@ -395,8 +404,12 @@ class PGSMKernel:
         self.annealed = bool(annealed)
 
     def random_numbers(self, rng: np.random.Generator, n: int):
-        """The randomness of one move (see :func:`pgsm_random_numbers`)."""
-        return pgsm_random_numbers(rng, n, self.num_particles, self.num_anchors)
+        """The randomness of one move (see :func:`pgsm_random_numbers`); informed anchors are a
+        function of six uniforms drawn first."""
+        if self.anchors is None:
+            return pgsm_random_numbers(rng, n, self.num_particles, self.num_anchors)
+        anchors = self.anchors.draw(n, rng.random(6))
+        return (anchors,) + _smc_random_numbers(rng, n, self.num_particles)
 
     def move(self, labels, randomness):
         """One move with given random numbers: (canonical labels, info)."""
@@ -406,3 +419,150 @@ class PGSMKernel:
     def step(self, labels, rng: np.random.Generator):
         """One move: (canonical labels, info)."""
         return self.move(labels, self.random_numbers(rng, len(labels)))
+
+
+# ----------------------------------------------------------------------------- informed anchors
+#
+# App. F's informed anchor proposals score blocks of a clustering c. Algorithm 1's auxiliary-variable
+# argument (App. A: pi~(s, c_-, c) = pi(c) h(s) 1[...]) needs h independent of the current state,
+# so here c is a fixed *reference* clustering (the paper adapts it only when the number of blocks
+# breaks its record, then stops): with the current state in its place the move is not pi-invariant.
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _block_table(ref, codes, dims, data_off, stat_off, hyper_off, hyper, data, width):
+    n = ref.shape[0]
+    canon = np.empty(n, np.int64)
+    k = canonicalize_into(ref, canon)
+    stats = np.empty((k + 2, width))  # blocks, then two work rows
+    sizes = np.zeros(k, np.int64)
+    scratch = np.empty(max(1, data.shape[1]))
+    for b in range(k + 2):
+        pack_init(codes, dims, stat_off, hyper_off, hyper, stats, b)
+    for i in range(n):
+        sizes[canon[i]] += 1
+        pack_update(codes, dims, data_off, stat_off, hyper_off, hyper, stats, canon[i], data, i, 1.0, scratch)
+    return canon, k, sizes, stats, scratch
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _cluster_informed_scores(ref, codes, dims, data_off, stat_off, hyper_off, hyper, data, width):
+    """(canonical reference, K x K log scores): Algorithm 4's s_b for each block b-bar, with
+    s_{b-bar} = the mean of the others' scores."""
+    canon, k, sizes, stats, scratch = _block_table(ref, codes, dims, data_off, stat_off, hyper_off, hyper, data,
+                                                   width)
+    lm = np.empty(k)
+    for b in range(k):
+        lm[b] = pack_log_marginal(codes, dims, stat_off, hyper_off, hyper, stats, b)
+    score = np.zeros((k, k))
+    for a in range(k):
+        for b in range(a + 1, k):
+            for c in range(width):
+                stats[k, c] = stats[a, c]
+            for i in range(canon.shape[0]):
+                if canon[i] == b:
+                    pack_update(codes, dims, data_off, stat_off, hyper_off, hyper, stats, k, data, i, 1.0, scratch)
+            v = pack_log_marginal(codes, dims, stat_off, hyper_off, hyper, stats, k) - lm[a] - lm[b]
+            score[a, b] = v
+            score[b, a] = v
+    for a in range(k):
+        if k == 1:
+            score[a, a] = 0.0
+            continue
+        top = -np.inf
+        for b in range(k):
+            if b != a and score[a, b] > top:
+                top = score[a, b]
+        s = 0.0
+        for b in range(k):
+            if b != a:
+                s += math.exp(score[a, b] - top)
+        score[a, a] = top + math.log(s / (k - 1))
+    return canon, score
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _threshold_informed_probs(ref, prior_code, prior_params, codes, dims, data_off, stat_off, hyper_off, hyper, data,
+                              width):
+    """(canonical reference, n x K probabilities): Algorithm 5's p_b for each first anchor i, from the
+    prior join weight of b minus i times the predictive of y_i given b minus i (0 if b minus i is empty)."""
+    canon, k, sizes, stats, scratch = _block_table(ref, codes, dims, data_off, stat_off, hyper_off, hyper, data,
+                                                   width)
+    n = canon.shape[0]
+    blocks = np.arange(k + 1)
+    lw = np.empty(k + 1)
+    probs = np.zeros((n, k))
+    for i in range(n):
+        own = canon[i]
+        for c in range(width):
+            stats[k, c] = stats[own, c]
+        pack_update(codes, dims, data_off, stat_off, hyper_off, hyper, stats, k, data, i, -1.0, scratch)
+        for b in range(k):
+            blocks[b] = b
+            m = sizes[b]
+            if b == own:
+                blocks[b] = k
+                m -= 1
+            lw[b] = log_join_weight(prior_code, prior_params, m) if m > 0 else -np.inf
+        pack_log_preds(codes, dims, data_off, stat_off, hyper_off, hyper, stats, blocks, k, data, i, scratch, lw)
+        top = -np.inf
+        for b in range(k):
+            if lw[b] > top:
+                top = lw[b]
+        if top == -np.inf:
+            continue
+        s = 0.0
+        for b in range(k):
+            probs[i, b] = math.exp(lw[b] - top)
+            s += probs[i, b]
+        for b in range(k):
+            probs[i, b] /= s
+    return canon, probs
+
+
+class InformedAnchors:
+    """Anchor proposal of App. F built from a fixed reference clustering ``reference``.
+
+    ``kind="cluster"`` (Algorithm 4) or ``"threshold"`` (Algorithm 5, blocks with p_b >= ``threshold``
+    drawn uniformly). :meth:`draw` turns uniforms into an ordered pair of distinct anchors; the
+    order is then uniformly shuffled (Algorithm 2). When the chosen block has no second item,
+    two uniform anchors are returned (Remark 10).
+    """
+
+    def __init__(self, pack: FamilyPack, prior_code, prior_params, reference, kind="cluster", threshold=0.01):
+        if kind not in ("cluster", "threshold"):
+            raise ValueError(f"kind must be 'cluster' or 'threshold', got {kind!r}")
+        ref = np.ascontiguousarray(reference, dtype=np.int64)
+        if ref.shape != (pack.data.shape[0],):
+            raise ValueError("the reference clustering must label every item")
+        args = (pack.codes, pack.dims, pack.data_off, pack.stat_off, pack.hyper_off, pack.hyper, pack.data, pack.width)
+        self.kind = kind
+        if kind == "cluster":
+            self.canon, score = _cluster_informed_scores(ref, *args)
+            p = np.exp(score - score.max(axis=1, keepdims=True))
+            self.table = p / p.sum(axis=1, keepdims=True)  # row: block of the first anchor
+        else:
+            self.canon, probs = _threshold_informed_probs(ref, int(prior_code), np.asarray(prior_params, float), *args)
+            keep = probs >= threshold
+            self.table = keep / np.maximum(keep.sum(axis=1, keepdims=True), 1)  # row: first anchor
+        self.members = [np.flatnonzero(self.canon == b) for b in range(self.canon.max() + 1)]
+
+    def draw(self, n, u):
+        """Ordered anchors from six uniforms ``u``."""
+        i1 = min(int(u[0] * n), n - 1)
+        row = self.table[self.canon[i1] if self.kind == "cluster" else i1]
+        cdf = np.cumsum(row)
+        if cdf[-1] <= 0:
+            b = -1
+        else:
+            b = min(int(np.searchsorted(cdf, u[1] * cdf[-1], side="right")), len(row) - 1)
+        rest = self.members[b] if b >= 0 else np.zeros(0, np.int64)
+        rest = rest[rest != i1]
+        if len(rest) == 0:  # Remark 10: two uniform anchors
+            i1 = min(int(u[3] * n), n - 1)
+            j = min(int(u[4] * (n - 1)), n - 2)
+            i2 = j + (j >= i1)
+        else:
+            i2 = int(rest[min(int(u[2] * len(rest)), len(rest) - 1)])
+        pair = np.array([i1, i2], np.int64)
+        return pair if u[5] < 0.5 else pair[::-1].copy()  # sigma_1 uniform over the two anchors
