@@ -131,6 +131,30 @@ def test_informed_anchors_from_the_current_state_are_biased():
         check_against(parts, exact, samples[500:], [samples[500:].max(axis=1)])
 
 
+@pytest.mark.parametrize("annealed,num_anchors", [(True, 2), (False, 2), (True, 3)])
+def test_pgsm_samples_uniform_colourings(annealed, num_anchors):
+    """A hard constraint (log predictive -inf for a neighbour in the block) and the uniform-labels
+    prior: particles die, weights are -inf; with Gibbs sweeps the chain is exact."""
+    from test_colouring import cycle_with_chord, exact  # noqa: PLC0415
+    from pymc_partitions.colouring import greedy_colouring, is_proper  # noqa: PLC0415
+
+    a = cycle_with_chord()
+    fam, prior, parts, post = exact(a, 4)
+    _, _, _, wrong = exact(a, 5)
+    kernels = [PGSMKernel(fam, prior.code, prior.kernel_params(), num_particles=10, annealed=annealed,
+                          num_anchors=num_anchors), GibbsKernel(fam, prior.code, prior.kernel_params())]
+    rng = np.random.default_rng(0)
+    labels = greedy_colouring(a)
+    samples = np.empty((15000, len(a)), np.int64)
+    for t in range(len(samples)):
+        labels = kernels[0].step(labels, rng)[0]
+        assert is_proper(a, labels)
+        labels = kernels[1].step(labels, rng)[0]
+        samples[t] = labels
+    check_against(parts, post, samples[200:], [samples[200:].max(axis=1), samples[200:, 0] == samples[200:, 2]],
+                  wrong=wrong)
+
+
 def restricted(labels, items):
     """The clustering of ``items`` induced by ``labels``, as a set of frozensets."""
     blocks = {}

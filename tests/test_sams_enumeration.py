@@ -33,6 +33,27 @@ def test_sams_with_gibbs_matches_enumeration(prior_name):
     check_against(parts, exact, samples[300:], [k[300:]], wrong=wrong)
 
 
+def test_sams_with_gibbs_samples_uniform_colourings():
+    """A hard constraint: splits that put neighbours together are never proposed or accepted."""
+    from test_colouring import cycle_with_chord, exact  # noqa: PLC0415
+    from pymc_partitions.colouring import greedy_colouring, is_proper  # noqa: PLC0415
+
+    a = cycle_with_chord()
+    fam, prior, parts, post = exact(a, 4)
+    _, _, _, wrong = exact(a, 5)
+    kernels = [SAMSKernel(fam, prior.code, prior.kernel_params()), GibbsKernel(fam, prior.code, prior.kernel_params())]
+    rng = np.random.default_rng(0)
+    labels = greedy_colouring(a)
+    samples = np.empty((15000, len(a)), np.int64)
+    for t in range(len(samples)):
+        labels = kernels[0].step(labels, rng)[0]
+        assert is_proper(a, labels)
+        labels = kernels[1].step(labels, rng)[0]
+        samples[t] = labels
+    check_against(parts, post, samples[200:], [samples[200:].max(axis=1), samples[200:, 0] == samples[200:, 2]],
+                  wrong=wrong)
+
+
 def test_sams_is_deterministic_in_its_random_numbers():
     n = 8
     prior = PRIORS["crp"]
