@@ -10,7 +10,7 @@ from models import PRIORS, pack
 from pymc_partitions.partition import canonicalize, enumerate_partitions
 from pymc_partitions.priors import CRP, FiniteDirichlet, PitmanYor
 from pymc_partitions.samplers.gibbs import GibbsKernel, log_joint
-from pymc_partitions.samplers.pgsm import InformedAnchors, PGSMKernel, conditional_path, pgsm_move
+from pymc_partitions.samplers.pgsm import InformedAnchors, PGSMKernel, conditional_path, pgsm_move, pgsm_random_numbers
 
 
 def perturbed(prior):
@@ -231,6 +231,7 @@ def test_info_records_the_move():
     rng = np.random.default_rng(2)
     labels = np.zeros(n, np.int64)
     seen = set()
+    early = 0
     for _ in range(400):
         rn = kernel.random_numbers(rng, n)
         new, info = kernel.move(labels, rn)
@@ -244,9 +245,27 @@ def test_info_records_the_move():
         assert info["move"] == ("keep" if np.array_equal(new, labels) else
                                 "split" if after > before else "merge" if after < before else "reallocate")
         if info["early_exit"]:
+            early += 1
             assert after == 1
         outside = [i for i in range(n) if i not in set(sigma)]
         assert restricted(labels, outside) == restricted(new, outside)
         assert set(np.unique(new[outside])).isdisjoint(new[sigma])
         labels = new
-    assert {"split", "merge", "keep", "reallocate"} <= seen
+    assert {"split", "merge", "keep", "reallocate"} <= seen and early > 0
+
+
+def test_bad_randomness_is_refused():
+    n = 6
+    prior = PRIORS["crp"]
+    fam = pack("diag", n)
+    rn = pgsm_random_numbers(np.random.default_rng(0), n, num_particles=5)
+    labels = np.zeros(n, np.int64)
+    with pytest.raises(ValueError, match="num_particles"):
+        pgsm_move(labels, fam, prior.code, prior.kernel_params(), rn, num_particles=6)
+    with pytest.raises(ValueError, match="anchors"):
+        pgsm_move(labels, fam, prior.code, prior.kernel_params(), rn, num_particles=5, num_anchors=3)
+    with pytest.raises(ValueError, match="distinct"):
+        pgsm_move(labels, fam, prior.code, prior.kernel_params(), (np.array([1, 1]),) + rn[1:], num_particles=5)
+    with pytest.raises(ValueError, match="two anchors"):
+        PGSMKernel(fam, prior.code, prior.kernel_params(), num_anchors=3,
+                   anchors=InformedAnchors(fam, prior.code, prior.kernel_params(), labels))

@@ -350,6 +350,8 @@ def pgsm_move(labels, pack: FamilyPack, prior_code: int, prior_params, randomnes
     anchors = np.ascontiguousarray(anchors, dtype=np.int64)
     if num_anchors < 2 or anchors.shape != (num_anchors,):
         raise ValueError(f"need num_anchors >= 2 anchors, got {anchors.shape} for num_anchors={num_anchors}")
+    if len(np.unique(anchors)) != num_anchors or anchors.min() < 0 or anchors.max() >= n:
+        raise ValueError(f"anchors must be distinct items of 0..{n - 1}, got {anchors}")
     if num_particles < 2 or np.shape(prop_u) != (n, num_particles) or np.shape(res_u) != (n, num_particles):
         raise ValueError("randomness does not match n and num_particles (>= 2)")
     out = np.empty(n, np.int64)
