@@ -2,8 +2,9 @@
 
 One move (their Algorithms 1-3):
 
-1. draw ``A = num_anchors`` distinct anchors uniformly; the *closure* is the union of the blocks
-   that hold an anchor; every other block stays fixed;
+1. draw ``A = num_anchors`` distinct anchors, uniformly or (A = 2) from an informed proposal built
+   on a fixed reference clustering (:class:`InformedAnchors`, App. F); the *closure* is the union
+   of the blocks that hold an anchor; every other block stays fixed;
 2. order the closure: the anchors first (in uniformly random order), then the other items in
    uniformly random order (Algorithm 2; App. D for ``A > 2``);
 3. run a conditional SMC over the allocation decisions of the ordered items, the conditional
