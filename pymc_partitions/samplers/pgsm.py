@@ -1,0 +1,571 @@
+"""Particle Gibbs Split-Merge (Bouchard-Côté, Doucet & Roth 2017), as one compiled move.
+
+One move (their Algorithms 1-3):
+
+1. draw ``A = num_anchors`` distinct anchors, uniformly or (A = 2) from an informed proposal built
+   on a fixed reference clustering (:class:`InformedAnchors`, App. F); the *closure* is the union
+   of the blocks that hold an anchor; every other block stays fixed;
+2. order the closure: the anchors first (in uniformly random order), then the other items in
+   uniformly random order (Algorithm 2; App. D for ``A > 2``);
+3. run a conditional SMC over the allocation decisions of the ordered items, the conditional
+   (reference) path being the current restricted clustering, and draw the new restricted
+   clustering in proportion to the final weights.
+
+Encoding. A particle is the sequence of block indices joined by sigma_1, sigma_2, ...: anchors
+may join an existing restricted block or open a new one (blocks numbered by order of opening),
+the other items only join one of the open blocks. That is the bijection of App. C: for
+``A = 2`` the four states of Fig. 2 are #1 = (t = 1), #2 = (one block, index 0),
+#3 = (two blocks, index 0), #4 = (two blocks, index 1); the merge state is absorbing because a
+non-anchor cannot open a block. Its inverse labels each closure block by the rank of its first
+anchor in sigma (:func:`conditional_path`).
+
+Targets. gamma_t is the posterior of the first t items: the prior weight of each decision
+(``log_join_weight`` of the joined block's size, ``log_new_weight`` of the number of blocks,
+counting the fixed blocks outside the closure) times the predictive of the item given the
+block's statistics. These are ratios of the priors' EPPF (``priors.log_eppf_sizes``, which has
+the k!/(k-K)! labelling factor that seed 003's tau_1 omits), so gamma_n is the exact restricted
+posterior up to a constant. With ``annealed=True`` (Sec. 3.4, App. D) the targets are
+1[valid] for t <= A, then gamma_A^zeta_t gamma_t / gamma_A with zeta_t = (t - A)/(n_s - A).
+A valid prefix at t <= A is one of positive gamma_t (e.g. the finite Dirichlet forbids a
+(k+1)-th block); this keeps particles out of dead ends and is a legitimate intermediate target.
+When the closure is the anchors alone (n_s = A) the schedule is undefined and the seed's
+gamma_hat_A = 1[valid] would break Assumption 3: the plain targets are used.
+
+Storage: per particle, the statistics of at most ``A`` blocks (two buffers, for resampling),
+their sizes, gamma_A, and per step its decision and parent index.
+
+The move is a deterministic function of (state, random numbers): see
+:func:`pgsm_random_numbers`. ``PGSMKernel`` draws them from a numpy Generator.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+from .._numeric import draw_log_weights
+from ..families.kernels import FamilyPack, pack_init, pack_log_marginal, pack_log_preds, pack_update
+from ..partition import canonicalize_into
+from ..priors import log_join_weight, log_new_weight
+
+__all__ = ["pgsm_move", "pgsm_random_numbers", "conditional_path", "PGSMKernel", "InformedAnchors", "MOVES"]
+
+MOVES = ("keep", "split", "merge", "reallocate")
+_INFO_FIXED = 8  # info layout: see _pgsm_core
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _logsumexp(x, count):
+    top = -np.inf
+    for j in range(count):
+        if x[j] > top:
+            top = x[j]
+    if top == -np.inf:
+        return -np.inf
+    s = 0.0
+    for j in range(count):
+        s += math.exp(x[j] - top)
+    return top + math.log(s)
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _normalise(logw, w):
+    """Normalised weights into ``w``; returns the relative ESS (0 if every weight is 0)."""
+    n = logw.shape[0]
+    top = -np.inf
+    for p in range(n):
+        if logw[p] > top:
+            top = logw[p]
+    if top == -np.inf:
+        for p in range(n):
+            w[p] = 0.0
+        return 0.0
+    s = 0.0
+    for p in range(n):
+        w[p] = math.exp(logw[p] - top)
+        s += w[p]
+    ss = 0.0
+    for p in range(n):
+        w[p] /= s
+        ss += w[p] * w[p]
+    return 1.0 / (ss * n)
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _inverse_cdf(w, u):
+    """Index drawn from normalised weights ``w`` with the uniform ``u``."""
+    acc = 0.0
+    n = w.shape[0]
+    for p in range(n):
+        acc += w[p]
+        if u < acc:
+            return p
+    p = n - 1
+    while w[p] == 0.0:
+        p -= 1
+    return p
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _closure(labels, anchors, order, canon, sigma, ref):
+    """Canonical labels, the ordered closure ``sigma[:n_s]`` and the conditional path ``ref``.
+
+    Returns (K, number of restricted blocks, n_s). ``ref[t]`` is the restricted block of
+    sigma_t, blocks numbered by the rank of their first anchor in sigma (App. C, eq. 27)."""
+    n = labels.shape[0]
+    n_anchors = anchors.shape[0]
+    k = canonicalize_into(labels, canon)
+    new_id = np.full(k, -1, np.int64)
+    nb = 0
+    is_anchor = np.zeros(n, np.bool_)
+    for a in range(n_anchors):
+        b = canon[anchors[a]]
+        if new_id[b] < 0:
+            new_id[b] = nb
+            nb += 1
+        sigma[a] = anchors[a]
+        is_anchor[anchors[a]] = True
+    ns = n_anchors
+    for j in range(n):
+        i = order[j]
+        if not is_anchor[i] and new_id[canon[i]] >= 0:
+            sigma[ns] = i
+            ns += 1
+    for t in range(ns):
+        ref[t] = new_id[canon[sigma[t]]]
+    return k, nb, ns
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _pgsm_core(labels, anchors, order, prop_u, res_u, out_u, beta, annealed, prior_code, prior_params,
+               codes, dims, data_off, stat_off, hyper_off, hyper, data, width, out, info):
+    """One PGSM move; writes the canonical new labels into ``out`` and the record into ``info``:
+    [blocks before, blocks after, changed, n_s, final relative ESS, resamplings, early exit,
+    unused, sizes before (A), sizes after (A)]."""
+    n = labels.shape[0]
+    A = anchors.shape[0]
+    N = prop_u.shape[1]
+    canon = np.empty(n, np.int64)
+    sigma = np.empty(n, np.int64)
+    ref = np.empty(n, np.int64)
+    k, nb_ref, ns = _closure(labels, anchors, order, canon, sigma, ref)
+    k_out = k - nb_ref
+
+    R = N * A  # statistics rows per buffer; row cur * R + p * A + j is block j of particle p
+    EMPTY = 2 * R
+    stats = np.empty((2 * R + 1, width))
+    pack_init(codes, dims, stat_off, hyper_off, hyper, stats, EMPTY)
+    sizes = np.zeros((2, N, A), np.int64)
+    nb = np.zeros((2, N), np.int64)
+    g = np.zeros((2, N))  # log gamma_A of each particle (annealed targets)
+    logw = np.zeros(N)
+    wn = np.empty(N)
+    dec = np.empty((ns, N), np.int64)
+    anc = np.empty((ns, N), np.int64)
+    blocks = np.empty(A + 1, np.int64)
+    lp = np.empty(A + 1)
+    li = np.empty(A + 1)
+    scratch = np.empty(max(1, data.shape[1]))
+    anneal = annealed and ns > A
+    dz = 1.0 / (ns - A) if anneal else 0.0
+    cur = 0
+    n_res = 0
+    early = False
+    for t in range(ns):
+        i = sigma[t]
+        resample = False
+        if t > 0:
+            resample = _normalise(logw, wn) < beta
+        if resample:
+            n_res += 1
+            nxt = 1 - cur
+            for q in range(1, N):  # cumulative weights, in place
+                wn[q] += wn[q - 1]
+            for p in range(N):
+                a = 0
+                if p > 0:  # conditional multinomial: particle 0 keeps its own ancestor
+                    u = res_u[t, p] * wn[N - 1]
+                    while a < N - 1 and wn[a] <= u:
+                        a += 1
+                    while a > 0 and wn[a] == wn[a - 1]:  # zero-weight ancestor: step back
+                        a -= 1
+                anc[t, p] = a
+                nb[nxt, p] = nb[cur, a]
+                g[nxt, p] = g[cur, a]
+                for j in range(nb[cur, a]):
+                    sizes[nxt, p, j] = sizes[cur, a, j]
+                    src = cur * R + a * A + j
+                    dst = nxt * R + p * A + j
+                    for c in range(width):
+                        stats[dst, c] = stats[src, c]
+            for p in range(N):
+                logw[p] = 0.0
+            cur = nxt
+        else:
+            for p in range(N):
+                anc[t, p] = p
+        for p in range(N):
+            m = nb[cur, p]
+            base = cur * R + p * A
+            for j in range(m):
+                blocks[j] = base + j
+                lp[j] = log_join_weight(prior_code, prior_params, sizes[cur, p, j])
+            n_opt = m
+            if t < A:  # an anchor may open a block
+                blocks[m] = EMPTY
+                lp[m] = log_new_weight(prior_code, prior_params, k_out + m)
+                n_opt = m + 1
+            pack_log_preds(codes, dims, data_off, stat_off, hyper_off, hyper, stats, blocks, n_opt, data, i,
+                           scratch, lp)
+            for o in range(n_opt):
+                if anneal and t < A:
+                    li[o] = 0.0 if lp[o] > -np.inf else -np.inf
+                elif anneal:
+                    li[o] = lp[o] + dz * g[cur, p]
+                else:
+                    li[o] = lp[o]
+            lse = _logsumexp(li, n_opt)
+            logw[p] += lse
+            if p == 0:
+                o = ref[t]
+            elif lse == -np.inf:
+                o = 0  # a dead particle (weight 0): any decision
+            else:
+                o = draw_log_weights(li, n_opt, prop_u[t, p])
+            dec[t, p] = o
+            if anneal and t < A:
+                g[cur, p] += lp[o]
+            row = base + o
+            if o == m:
+                nb[cur, p] = m + 1
+                sizes[cur, p, o] = 0
+                for c in range(width):
+                    stats[row, c] = stats[EMPTY, c]
+            pack_update(codes, dims, data_off, stat_off, hyper_off, hyper, stats, row, data, i, 1.0, scratch)
+            sizes[cur, p, o] += 1
+        if t >= A - 1:  # all particles in the one-block (merge) state: they are all the same path
+            all_merged = True
+            for p in range(N):
+                if nb[cur, p] != 1:
+                    all_merged = False
+                    break
+            if all_merged:
+                early = True
+                break
+
+    new = np.empty(ns, np.int64)
+    rel_ess = 1.0
+    if early:
+        for t in range(ns):
+            new[t] = 0
+    else:
+        rel_ess = _normalise(logw, wn)
+        if rel_ess == 0.0:  # the current state has probability 0: keep it
+            for t in range(ns):
+                new[t] = ref[t]
+        else:
+            p = _inverse_cdf(wn, out_u)
+            for t in range(ns - 1, -1, -1):
+                new[t] = dec[t, p]
+                p = anc[t, p]
+    nb_new = 0
+    changed = 0
+    for t in range(ns):
+        if new[t] + 1 > nb_new:
+            nb_new = new[t] + 1
+        if new[t] != ref[t]:
+            changed = 1
+    tmp = np.empty(n, np.int64)
+    for i in range(n):
+        tmp[i] = canon[i]
+    for t in range(ns):
+        tmp[sigma[t]] = k + new[t]
+    canonicalize_into(tmp, out)
+    info[0] = nb_ref
+    info[1] = nb_new
+    info[2] = changed
+    info[3] = ns
+    info[4] = rel_ess
+    info[5] = n_res
+    info[6] = 1.0 if early else 0.0
+    for j in range(2 * A):
+        info[_INFO_FIXED + j] = 0.0
+    for t in range(ns):
+        info[_INFO_FIXED + ref[t]] += 1.0
+        info[_INFO_FIXED + A + new[t]] += 1.0
+
+
+def pgsm_random_numbers(rng: np.random.Generator, n: int, num_particles: int = 20, num_anchors: int = 2):
+    """All the randomness of one move, drawn up front: (anchors, order, proposal uniforms (n, N),
+    resampling uniforms (n, N), output uniform). The anchors are distinct and in random order
+    (sigma_1..sigma_A); ``order`` is a permutation of all items, whose restriction to the closure
+    is its uniform order. Row t of the uniforms serves step t, whatever the closure size."""
+    anchors = rng.choice(n, size=num_anchors, replace=False).astype(np.int64)
+    return (anchors,) + _smc_random_numbers(rng, n, num_particles)
+
+
+def _smc_random_numbers(rng, n, num_particles):
+    order = rng.permutation(n).astype(np.int64)
+    prop_u = rng.random((n, num_particles))
+    res_u = rng.random((n, num_particles))
+    return order, prop_u, res_u, float(rng.random())
+
+
+def _info_dict(info, num_anchors):
+    before, after, changed = int(info[0]), int(info[1]), bool(info[2])
+    if not changed:
+        move = "keep"
+    elif after > before:
+        move = "split"
+    elif after < before:
+        move = "merge"
+    else:
+        move = "reallocate"
+    a = _INFO_FIXED
+    return {
+        "move": move,
+        "closure_size": int(info[3]),
+        "sizes_before": info[a:a + before].astype(np.int64),
+        "sizes_after": info[a + num_anchors:a + num_anchors + after].astype(np.int64),
+        "ess": float(info[4]),
+        "n_resamplings": int(info[5]),
+        "early_exit": bool(info[6]),
+    }
+
+
+def pgsm_move(labels, pack: FamilyPack, prior_code: int, prior_params, randomness, num_particles=20,
+              resample_threshold=0.5, num_anchors=2, annealed=True):
+    """One Particle Gibbs Split-Merge move; returns (canonical labels, info).
+
+    ``randomness`` is :func:`pgsm_random_numbers`'s output for this ``num_particles`` and
+    ``num_anchors``. ``info``: ``move`` ("keep": restricted clustering unchanged, "split",
+    "merge", "reallocate": same number of blocks, other allocation), ``closure_size``,
+    ``sizes_before`` / ``sizes_after`` (restricted blocks, by rank of their first anchor),
+    ``ess`` (final relative ESS), ``n_resamplings``, ``early_exit`` (all particles merged).
+    """
+    labels = np.ascontiguousarray(labels, dtype=np.int64)
+    n = labels.shape[0]
+    anchors, order, prop_u, res_u, out_u = randomness
+    anchors = np.ascontiguousarray(anchors, dtype=np.int64)
+    if num_anchors < 2 or anchors.shape != (num_anchors,):
+        raise ValueError(f"need num_anchors >= 2 anchors, got {anchors.shape} for num_anchors={num_anchors}")
+    if len(np.unique(anchors)) != num_anchors or anchors.min() < 0 or anchors.max() >= n:
+        raise ValueError(f"anchors must be distinct items of 0..{n - 1}, got {anchors}")
+    if num_particles < 2 or np.shape(prop_u) != (n, num_particles) or np.shape(res_u) != (n, num_particles):
+        raise ValueError("randomness does not match n and num_particles (>= 2)")
+    out = np.empty(n, np.int64)
+    info = np.empty(_INFO_FIXED + 2 * num_anchors)
+    _pgsm_core(
+        labels, anchors, np.ascontiguousarray(order, dtype=np.int64), np.ascontiguousarray(prop_u, np.float64),
+        np.ascontiguousarray(res_u, np.float64), float(out_u), float(resample_threshold), bool(annealed),
+        int(prior_code), np.asarray(prior_params, np.float64),
+        pack.codes, pack.dims, pack.data_off, pack.stat_off, pack.hyper_off, pack.hyper, pack.data, pack.width,
+        out, info,
+    )
+    return out, _info_dict(info, num_anchors)
+
+
+def conditional_path(labels, anchors, order):
+    """(sigma, path): the ordered closure and the decisions that encode the current restricted
+    clustering (App. C, eq. 27): path[t] is the block of sigma_t, blocks numbered by first anchor."""
+    labels = np.ascontiguousarray(labels, dtype=np.int64)
+    n = labels.shape[0]
+    canon, sigma, ref = np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.int64)
+    _, _, ns = _closure(labels, np.ascontiguousarray(anchors, np.int64), np.ascontiguousarray(order, np.int64),
+                        canon, sigma, ref)
+    return sigma[:ns].copy(), ref[:ns].copy()
+
+
+class PGSMKernel:
+    """A PGSM move with its random numbers drawn from a numpy Generator.
+
+    Parameters
+    ----------
+    pack : FamilyPack
+        The data and conjugate likelihoods.
+    prior_code, prior_params :
+        From a prior object (``prior.code``, ``prior.kernel_params()``).
+    num_particles, resample_threshold, num_anchors, annealed :
+        As in :func:`pgsm_move`.
+    anchors : InformedAnchors, optional
+        An informed anchor proposal (App. F, two anchors); uniform anchors if None.
+    """
+
+    def __init__(self, pack: FamilyPack, prior_code: int, prior_params, num_particles=20, resample_threshold=0.5,
+                 num_anchors=2, annealed=True, anchors=None):
+        if anchors is not None and num_anchors != 2:
+            raise ValueError("informed anchor proposals draw two anchors")
+        self.anchors = anchors
+        self.pack = pack
+        self.prior_code = int(prior_code)
+        self.prior_params = np.asarray(prior_params, np.float64)
+        self.num_particles = int(num_particles)
+        self.resample_threshold = float(resample_threshold)
+        self.num_anchors = int(num_anchors)
+        self.annealed = bool(annealed)
+
+    def random_numbers(self, rng: np.random.Generator, n: int):
+        """The randomness of one move (see :func:`pgsm_random_numbers`); informed anchors are a
+        function of six uniforms drawn first."""
+        if self.anchors is None:
+            return pgsm_random_numbers(rng, n, self.num_particles, self.num_anchors)
+        anchors = self.anchors.draw(n, rng.random(6))
+        return (anchors,) + _smc_random_numbers(rng, n, self.num_particles)
+
+    def move(self, labels, randomness):
+        """One move with given random numbers: (canonical labels, info)."""
+        return pgsm_move(labels, self.pack, self.prior_code, self.prior_params, randomness, self.num_particles,
+                         self.resample_threshold, self.num_anchors, self.annealed)
+
+    def step(self, labels, rng: np.random.Generator):
+        """One move: (canonical labels, info)."""
+        return self.move(labels, self.random_numbers(rng, len(labels)))
+
+
+# ----------------------------------------------------------------------------- informed anchors
+#
+# App. F's informed anchor proposals score blocks of a clustering c. Algorithm 1's auxiliary-variable
+# argument (App. A: pi~(s, c_-, c) = pi(c) h(s) 1[...]) needs h independent of the current state,
+# so here c is a fixed *reference* clustering (the paper adapts it only when the number of blocks
+# breaks its record, then stops): with the current state in its place the move is not pi-invariant.
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _block_table(ref, codes, dims, data_off, stat_off, hyper_off, hyper, data, width):
+    n = ref.shape[0]
+    canon = np.empty(n, np.int64)
+    k = canonicalize_into(ref, canon)
+    stats = np.empty((k + 2, width))  # blocks, then two work rows
+    sizes = np.zeros(k, np.int64)
+    scratch = np.empty(max(1, data.shape[1]))
+    for b in range(k + 2):
+        pack_init(codes, dims, stat_off, hyper_off, hyper, stats, b)
+    for i in range(n):
+        sizes[canon[i]] += 1
+        pack_update(codes, dims, data_off, stat_off, hyper_off, hyper, stats, canon[i], data, i, 1.0, scratch)
+    return canon, k, sizes, stats, scratch
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _cluster_informed_scores(ref, codes, dims, data_off, stat_off, hyper_off, hyper, data, width):
+    """(canonical reference, K x K log scores): Algorithm 4's s_b for each block b-bar, with
+    s_{b-bar} = the mean of the others' scores."""
+    canon, k, sizes, stats, scratch = _block_table(ref, codes, dims, data_off, stat_off, hyper_off, hyper, data,
+                                                   width)
+    lm = np.empty(k)
+    for b in range(k):
+        lm[b] = pack_log_marginal(codes, dims, stat_off, hyper_off, hyper, stats, b)
+    score = np.zeros((k, k))
+    for a in range(k):
+        for b in range(a + 1, k):
+            for c in range(width):
+                stats[k, c] = stats[a, c]
+            for i in range(canon.shape[0]):
+                if canon[i] == b:
+                    pack_update(codes, dims, data_off, stat_off, hyper_off, hyper, stats, k, data, i, 1.0, scratch)
+            v = pack_log_marginal(codes, dims, stat_off, hyper_off, hyper, stats, k) - lm[a] - lm[b]
+            score[a, b] = v
+            score[b, a] = v
+    for a in range(k):
+        if k == 1:
+            score[a, a] = 0.0
+            continue
+        top = -np.inf
+        for b in range(k):
+            if b != a and score[a, b] > top:
+                top = score[a, b]
+        s = 0.0
+        for b in range(k):
+            if b != a:
+                s += math.exp(score[a, b] - top)
+        score[a, a] = top + math.log(s / (k - 1))
+    return canon, score
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _threshold_informed_probs(ref, prior_code, prior_params, codes, dims, data_off, stat_off, hyper_off, hyper, data,
+                              width):
+    """(canonical reference, n x K probabilities): Algorithm 5's p_b for each first anchor i, from the
+    prior join weight of b minus i times the predictive of y_i given b minus i (0 if b minus i is empty)."""
+    canon, k, sizes, stats, scratch = _block_table(ref, codes, dims, data_off, stat_off, hyper_off, hyper, data,
+                                                   width)
+    n = canon.shape[0]
+    blocks = np.arange(k + 1)
+    lw = np.empty(k + 1)
+    probs = np.zeros((n, k))
+    for i in range(n):
+        own = canon[i]
+        for c in range(width):
+            stats[k, c] = stats[own, c]
+        pack_update(codes, dims, data_off, stat_off, hyper_off, hyper, stats, k, data, i, -1.0, scratch)
+        for b in range(k):
+            blocks[b] = b
+            m = sizes[b]
+            if b == own:
+                blocks[b] = k
+                m -= 1
+            lw[b] = log_join_weight(prior_code, prior_params, m) if m > 0 else -np.inf
+        pack_log_preds(codes, dims, data_off, stat_off, hyper_off, hyper, stats, blocks, k, data, i, scratch, lw)
+        top = -np.inf
+        for b in range(k):
+            if lw[b] > top:
+                top = lw[b]
+        if top == -np.inf:
+            continue
+        s = 0.0
+        for b in range(k):
+            probs[i, b] = math.exp(lw[b] - top)
+            s += probs[i, b]
+        for b in range(k):
+            probs[i, b] /= s
+    return canon, probs
+
+
+class InformedAnchors:
+    """Anchor proposal of App. F built from a fixed reference clustering ``reference``.
+
+    ``kind="cluster"`` (Algorithm 4) or ``"threshold"`` (Algorithm 5, blocks with p_b >= ``threshold``
+    drawn uniformly). :meth:`draw` turns uniforms into an ordered pair of distinct anchors; the
+    order is then uniformly shuffled (Algorithm 2). When the chosen block has no second item,
+    two uniform anchors are returned (Remark 10).
+    """
+
+    def __init__(self, pack: FamilyPack, prior_code, prior_params, reference, kind="cluster", threshold=0.01):
+        if kind not in ("cluster", "threshold"):
+            raise ValueError(f"kind must be 'cluster' or 'threshold', got {kind!r}")
+        ref = np.ascontiguousarray(reference, dtype=np.int64)
+        if ref.shape != (pack.data.shape[0],):
+            raise ValueError("the reference clustering must label every item")
+        args = (pack.codes, pack.dims, pack.data_off, pack.stat_off, pack.hyper_off, pack.hyper, pack.data, pack.width)
+        self.kind = kind
+        if kind == "cluster":
+            self.canon, score = _cluster_informed_scores(ref, *args)
+            p = np.exp(score - score.max(axis=1, keepdims=True))
+            self.table = p / p.sum(axis=1, keepdims=True)  # row: block of the first anchor
+        else:
+            self.canon, probs = _threshold_informed_probs(ref, int(prior_code), np.asarray(prior_params, float), *args)
+            keep = probs >= threshold
+            self.table = keep / np.maximum(keep.sum(axis=1, keepdims=True), 1)  # row: first anchor
+        self.members = [np.flatnonzero(self.canon == b) for b in range(self.canon.max() + 1)]
+
+    def draw(self, n, u):
+        """Ordered anchors from six uniforms ``u``."""
+        i1 = min(int(u[0] * n), n - 1)
+        row = self.table[self.canon[i1] if self.kind == "cluster" else i1]
+        cdf = np.cumsum(row)
+        if cdf[-1] <= 0:
+            b = -1
+        else:
+            b = min(int(np.searchsorted(cdf, u[1] * cdf[-1], side="right")), len(row) - 1)
+        rest = self.members[b] if b >= 0 else np.zeros(0, np.int64)
+        rest = rest[rest != i1]
+        if len(rest) == 0:  # Remark 10: two uniform anchors
+            i1 = min(int(u[3] * n), n - 1)
+            j = min(int(u[4] * (n - 1)), n - 2)
+            i2 = j + (j >= i1)
+        else:
+            i2 = int(rest[min(int(u[2] * len(rest)), len(rest) - 1)])
+        pair = np.array([i1, i2], np.int64)
+        return pair if u[5] < 0.5 else pair[::-1].copy()  # sigma_1 uniform over the two anchors
