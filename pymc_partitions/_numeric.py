@@ -31,3 +31,18 @@ def draw_log_weights(logw, count, u):
     while logw[j] == 0.0:
         j -= 1
     return j
+
+
+@numba.njit(cache=True, error_model="numpy")
+def inverse_cdf(p, count, u):
+    """Index j < count drawn with the normalised probabilities ``p[:count]``, by inverting the CDF
+    at ``u``."""
+    acc = 0.0
+    for j in range(count):
+        acc += p[j]
+        if u < acc:
+            return j
+    j = count - 1  # rounding ran past the end: the last index with positive mass
+    while p[j] == 0.0:
+        j -= 1
+    return j

@@ -19,9 +19,10 @@ import math
 import numba
 import numpy as np
 
+from .._numeric import inverse_cdf
 from .transport import transport_plan_ws
 
-__all__ = ["probabilities", "inverse_cdf", "draw_ot", "draw_maximal", "draw_crn", "draw_independent"]
+__all__ = ["probabilities", "draw_ot", "draw_maximal", "draw_crn", "draw_independent"]
 
 
 @numba.njit(cache=True, error_model="numpy")
@@ -42,20 +43,6 @@ def probabilities(logw, count, p):
 
 
 @numba.njit(cache=True, error_model="numpy")
-def inverse_cdf(p, count, u):
-    """Index j < count with probability p[j], by inverting the CDF at ``u``."""
-    acc = 0.0
-    for j in range(count):
-        acc += p[j]
-        if u < acc:
-            return j
-    j = count - 1  # rounding ran past the end: the last index with positive mass
-    while p[j] == 0.0:
-        j -= 1
-    return j
-
-
-@numba.njit(cache=True, error_model="numpy")
 def draw_independent(p, cx, q, cy, u1, u2):
     return inverse_cdf(p, cx, u1), inverse_cdf(q, cy, u2)
 
@@ -64,6 +51,22 @@ def draw_independent(p, cx, q, cy, u1, u2):
 def draw_crn(p, cx, q, cy, u):
     """Common random number: the same uniform through both CDFs (labels in the given order)."""
     return inverse_cdf(p, cx, u), inverse_cdf(q, cy, u)
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _residual_draw(p, count, overlap, target):
+    """Index drawn from the residual ``p - overlap`` by inverting its (unnormalised) CDF at
+    ``target``; -1 if the residual is empty."""
+    acc = 0.0
+    chosen = -1
+    for j in range(count):
+        r = p[j] - overlap[j]
+        if r > 0.0:
+            acc += r
+            chosen = j
+            if target < acc:
+                break
+    return chosen
 
 
 @numba.njit(cache=True, error_model="numpy")
@@ -83,26 +86,8 @@ def draw_maximal(p, cx, q, cy, u1, u2, u3, work):
     if rest <= 0.0:  # rounding: the laws are equal
         j = inverse_cdf(p, cx, u2)
         return j, j
-    acc = 0.0
-    jx = -1
-    target = u2 * rest
-    for j in range(cx):
-        r = p[j] - work[j]
-        if r > 0.0:
-            acc += r
-            jx = j
-            if target < acc:
-                break
-    acc = 0.0
-    jy = -1
-    target = u3 * rest
-    for j in range(cy):
-        r = q[j] - work[j]
-        if r > 0.0:
-            acc += r
-            jy = j
-            if target < acc:
-                break
+    jx = _residual_draw(p, cx, work, u2 * rest)
+    jy = _residual_draw(q, cy, work, u3 * rest)
     if jx < 0 or jy < 0:  # residual lost to rounding: the laws are equal up to it
         j = inverse_cdf(p, cx, u2)
         return j, j

@@ -34,6 +34,18 @@ UNIFORMS_PER_VISIT = 4  # [mix with independent?, draw, residual draw x, residua
 
 
 @numba.njit(cache=True, error_model="numpy")
+def _support(p, count, index, mass):
+    """The entries of ``p[:count]`` with positive mass: their indices and masses; returns how many."""
+    m = 0
+    for j in range(count):
+        if p[j] > 0.0:
+            index[m] = j
+            mass[m] = p[j]
+            m += 1
+    return m
+
+
+@numba.njit(cache=True, error_model="numpy")
 def _coupled_draw(method, eps, lw_x, nx, size_x, act_x, lw_y, ny, size_y, act_y, inter, u,
                   p, q, ix, iy, pc, qc, cost, rows, cols, mass, iwork, fwork):
     """Indices (into the candidates of each chain) of one coupled draw; see the module docstring."""
@@ -46,18 +58,8 @@ def _coupled_draw(method, eps, lw_x, nx, size_x, act_x, lw_y, ny, size_y, act_y,
     if method == MAXIMAL:
         return draw_maximal(p, nx + 1, q, ny + 1, u[1], u[2], u[3], pc)
     # optimal transport on the candidates with positive mass
-    mx = 0
-    for j in range(nx + 1):
-        if p[j] > 0.0:
-            ix[mx] = j
-            pc[mx] = p[j]
-            mx += 1
-    my = 0
-    for j in range(ny + 1):
-        if q[j] > 0.0:
-            iy[my] = j
-            qc[my] = q[j]
-            my += 1
+    mx = _support(p, nx + 1, ix, pc)
+    my = _support(q, ny + 1, iy, qc)
     for a in range(mx):
         ja = ix[a]
         sa = act_x[ja]

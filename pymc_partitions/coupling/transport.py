@@ -96,6 +96,14 @@ def _tree_from_root(iw, fw, n, HEAD, NXT, HTO, PAR, PARC, DEP, SIZ, ORD, POT, AC
     iw[DEP + root] = 0
     fw[POT + root] = 0.0
     iw[ORD] = root
+    return _hang(iw, fw, HEAD, NXT, HTO, PAR, PARC, DEP, SIZ, ORD, POT, ACOST)
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _hang(iw, fw, HEAD, NXT, HTO, PAR, PARC, DEP, SIZ, ORD, POT, ACOST):
+    """Breadth-first search of the subtree below ``iw[ORD]`` (whose parent, depth and potential
+    are set): parents, parent edges, depths, potentials, BFS order and subtree sizes. Returns
+    the number of nodes reached."""
     hd = 0
     tail = 1
     while hd < tail:
@@ -537,31 +545,7 @@ def transport_plan_info(a, na, b, nb, cost, rows, cols, mass, iwork, fwork):
         iw[DEP + e] = iw[DEP + fnode] + 1
         fw[POT + e] = fw[ACOST + k] - fw[POT + fnode]
         iw[ORD] = e
-        hd = 0
-        tail = 1
-        while hd < tail:  # BFS over T: new parents, depths, potentials
-            x = iw[ORD + hd]
-            hd += 1
-            px = iw[PAR + x]
-            dx = iw[DEP + x] + 1
-            ux = fw[POT + x]
-            h = iw[HEAD + x]
-            while h >= 0:
-                y = iw[HTO + h]
-                if y != px:
-                    kk = h >> 1
-                    iw[PAR + y] = x
-                    iw[PARC + y] = kk
-                    iw[DEP + y] = dx
-                    fw[POT + y] = fw[ACOST + kk] - ux
-                    iw[ORD + tail] = y
-                    tail += 1
-                h = iw[NXT + h]
-        for t in range(tail):
-            iw[SIZ + iw[ORD + t]] = 1
-        for t in range(tail - 1, 0, -1):
-            x = iw[ORD + t]
-            iw[SIZ + iw[PAR + x]] += iw[SIZ + x]
+        _hang(iw, fw, HEAD, NXT, HTO, PAR, PARC, DEP, SIZ, ORD, POT, ACOST)  # re-hang the subtree below e
 
     # ---- output: the cells of the final basis with positive flow ------------------------
     count = 0

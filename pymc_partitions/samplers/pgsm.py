@@ -45,7 +45,7 @@ import math
 import numba
 import numpy as np
 
-from .._numeric import draw_log_weights
+from .._numeric import draw_log_weights, inverse_cdf
 from ..families.kernels import FamilyPack, pack_init, pack_log_marginal, pack_log_preds, pack_update
 from ..partition import canonicalize_into
 from ..priors import log_join_weight, log_new_weight
@@ -91,21 +91,6 @@ def _normalise(logw, w):
         w[p] /= s
         ss += w[p] * w[p]
     return 1.0 / (ss * n)
-
-
-@numba.njit(cache=True, error_model="numpy")
-def _inverse_cdf(w, u):
-    """Index drawn from normalised weights ``w`` with the uniform ``u``."""
-    acc = 0.0
-    n = w.shape[0]
-    for p in range(n):
-        acc += w[p]
-        if u < acc:
-            return p
-    p = n - 1
-    while w[p] == 0.0:
-        p -= 1
-    return p
 
 
 @numba.njit(cache=True, error_model="numpy")
@@ -266,7 +251,7 @@ def _pgsm_core(labels, anchors, order, prop_u, res_u, out_u, beta, annealed, pri
             for t in range(ns):
                 new[t] = ref[t]
         else:
-            p = _inverse_cdf(wn, out_u)
+            p = inverse_cdf(wn, wn.shape[0], out_u)
             for t in range(ns - 1, -1, -1):
                 new[t] = dec[t, p]
                 p = anc[t, p]
