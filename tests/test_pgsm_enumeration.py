@@ -10,7 +10,14 @@ from models import PRIORS, pack
 from pymc_partitions.partition import canonicalize, enumerate_partitions
 from pymc_partitions.priors import CRP, FiniteDirichlet, PitmanYor
 from pymc_partitions.samplers.gibbs import GibbsKernel, log_joint
-from pymc_partitions.samplers.pgsm import InformedAnchors, PGSMKernel, conditional_path, pgsm_move, pgsm_random_numbers
+from pymc_partitions.samplers.pgsm import (
+    InformedAnchors,
+    PGSMKernel,
+    conditional_path,
+    order_keys,
+    pgsm_move,
+    pgsm_random_numbers,
+)
 
 
 def perturbed(prior):
@@ -106,11 +113,71 @@ def test_informed_anchors_from_a_fixed_reference_match_enumeration(prior_name, k
     fam = pack("diag", n)
     parts, exact, wrong = posteriors(prior, fam, n)
     anchors = InformedAnchors(fam, prior.code, prior.kernel_params(), np.arange(n) % 2, kind=kind)
-    kernels = [PGSMKernel(fam, prior.code, prior.kernel_params(), num_particles=10, anchors=anchors)]
+    kernels = [PGSMKernel(fam, prior.code, prior.kernel_params(), num_particles=10, anchor_proposal=anchors)]
     if kind == "threshold":
         kernels.insert(0, GibbsKernel(fam, prior.code, prior.kernel_params()))
     samples, k = run(kernels, n, 20000, seed=1)
     check_against(parts, exact, samples[500:], [k[500:]], wrong=wrong)
+
+
+@pytest.mark.parametrize("prior_name,kind", [("crp", "cluster"), ("pitman_yor", "cluster"), ("crp", "threshold"),
+                                             ("finite_dirichlet", "threshold")])
+def test_adapted_informed_anchors_match_enumeration_once_frozen(prior_name, kind):
+    """The informed proposals as the kernel adapts them (rebuilt on the state whenever the number of
+    blocks breaks its record, for the first 300 moves, from all-singletons and from one block):
+    after adaptation stops the chain has the exact posterior. PGSM and Gibbs alternate (the
+    threshold proposal alone may pair only within reference blocks)."""
+    n = 6
+    prior = PRIORS[prior_name]
+    fam = pack("bb" if kind == "threshold" else "diag", n)
+    parts, exact, wrong = posteriors(prior, fam, n)
+    for start in (np.arange(n), np.zeros(n, np.int64)):
+        pgsm = PGSMKernel(fam, prior.code, prior.kernel_params(), num_particles=8, anchor_proposal=kind,
+                          adapt_iterations=300)
+        gibbs = GibbsKernel(fam, prior.code, prior.kernel_params())
+        rng = np.random.default_rng(5)
+        labels, rebuilt, last = start, 0, None
+        for _ in range(300):
+            labels = gibbs.step(pgsm.step(labels, rng)[0], rng)[0]
+            rebuilt += pgsm.anchors is not last
+            last = pgsm.anchors
+        assert not pgsm.adapting and 1 <= rebuilt <= n and pgsm.record == max(labels.max() + 1, pgsm.record)
+        samples = np.empty((12000, n), np.int64)
+        for t in range(len(samples)):
+            labels = gibbs.step(pgsm.step(labels, rng)[0], rng)[0]
+            samples[t] = labels
+        assert pgsm.anchors is last  # frozen
+        check_against(parts, exact, samples, [samples.max(axis=1)], wrong=wrong)
+
+
+def test_adaptation_counts_and_stops():
+    n = 8
+    prior = PRIORS["crp"]
+    fam = pack("diag", n)
+    kernel = PGSMKernel(fam, prior.code, prior.kernel_params(), anchor_proposal="cluster", adapt_iterations=3)
+    assert kernel.adapting
+    with pytest.raises(RuntimeError, match="no reference"):
+        kernel.random_numbers(np.random.default_rng(0), n)
+    kernel.adapt(np.zeros(n, np.int64))
+    first = kernel.anchors
+    kernel.adapt(np.zeros(n, np.int64))  # no new record: kept
+    assert kernel.anchors is first and kernel.record == 1
+    kernel.adapt(np.arange(n) % 3)  # record broken: rebuilt
+    assert kernel.anchors is not first and kernel.record == 3 and not kernel.adapting
+    frozen = kernel.anchors
+    kernel.adapt(np.arange(n))
+    assert kernel.anchors is frozen
+    k2 = PGSMKernel(fam, prior.code, prior.kernel_params(), anchor_proposal="threshold", adapt_iterations=100)
+    k2.step(np.zeros(n, np.int64), np.random.default_rng(0))
+    k2.stop_adapting()
+    assert not k2.adapting
+    assert not PGSMKernel(fam, prior.code, prior.kernel_params()).adapting  # uniform anchors never adapt
+    for bad, match in [(dict(anchor_proposal="smart"), "anchor_proposal"),
+                       (dict(anchor_proposal="cluster", num_anchors=3), "two anchors"),
+                       (dict(num_particles=1), "num_particles"), (dict(resample_threshold=1.5), "resample_threshold"),
+                       (dict(threshold=0.0), "threshold"), (dict(adapt_iterations=-1), "adapt_iterations")]:
+        with pytest.raises(ValueError, match=match):
+            PGSMKernel(fam, prior.code, prior.kernel_params(), **bad)
 
 
 def test_informed_anchors_from_the_current_state_are_biased():
@@ -125,7 +192,8 @@ def test_informed_anchors_from_the_current_state_are_biased():
     samples = np.empty((20000, n), np.int64)
     for t in range(len(samples)):
         anchors = InformedAnchors(fam, prior.code, prior.kernel_params(), labels, kind="cluster")
-        labels = PGSMKernel(fam, prior.code, prior.kernel_params(), num_particles=10, anchors=anchors).step(labels, rng)[0]
+        labels = PGSMKernel(fam, prior.code, prior.kernel_params(), num_particles=10,
+                            anchor_proposal=anchors).step(labels, rng)[0]
         samples[t] = labels
     with pytest.raises(AssertionError, match="TV"):
         check_against(parts, exact, samples[500:], [samples[500:].max(axis=1)])
@@ -173,13 +241,12 @@ def test_conditional_path_bijection(num_anchors):
     parts = enumerate_partitions(n)
     for _ in range(300):
         labels = parts[rng.integers(len(parts))]
-        anchors, order = rng.choice(n, num_anchors, replace=False), rng.permutation(n)
-        sigma, path = conditional_path(labels, anchors, order)
+        anchors, seed = pgsm_random_numbers(rng, n, num_anchors)
+        sigma, path = conditional_path(labels, anchors, seed)
         closure = [i for i in range(n) if labels[i] in set(labels[anchors])]
         assert sorted(sigma) == closure and list(sigma[:num_anchors]) == list(anchors)
-        # sigma's non-anchors are in the order of ``order``
-        rank = np.argsort(order)
-        assert np.all(np.diff(rank[sigma[num_anchors:]]) > 0)
+        # sigma's non-anchors are in the order of their random keys
+        assert np.all(np.diff(order_keys(seed, sigma[num_anchors:]).astype(float)) > 0)
         # valid particle: anchors open blocks in order, the others join open blocks
         opened = 0
         for t, d in enumerate(path):
@@ -195,7 +262,7 @@ def test_conditional_path_bijection(num_anchors):
             opened = max(opened, new[t] + 1)
         other = labels.copy()
         other[sigma] = labels.max() + 1 + new
-        sigma2, path2 = conditional_path(canonicalize(other), anchors, order)
+        sigma2, path2 = conditional_path(canonicalize(other), anchors, seed)
         assert np.array_equal(sigma2, sigma) and np.array_equal(path2, new)
 
 
@@ -210,14 +277,14 @@ def test_move_is_deterministic_in_its_random_numbers():
         for _ in range(200):
             rn = kernel.random_numbers(rng, n)
             a, info_a = kernel.move(labels, rn)
-            b, info_b = pgsm_move(labels.copy(), fam, prior.code, prior.kernel_params(),
-                                  tuple(np.copy(x) for x in rn[:4]) + (rn[4],), annealed=annealed)
+            b, info_b = pgsm_move(labels.copy(), fam, prior.code, prior.kernel_params(), (rn[0].copy(), int(rn[1])),
+                                  annealed=annealed)
             assert np.array_equal(a, b) and info_a["move"] == info_b["move"] and info_a["ess"] == info_b["ess"]
             assert np.array_equal(a, canonicalize(a))
             labels = a
     # and through step(): the same seed gives the same chain
-    for anchors in (None, InformedAnchors(fam, prior.code, prior.kernel_params(), np.arange(n) % 3)):
-        kernel = PGSMKernel(fam, prior.code, prior.kernel_params(), anchors=anchors)
+    for anchors in ("uniform", InformedAnchors(fam, prior.code, prior.kernel_params(), np.arange(n) % 3)):
+        kernel = PGSMKernel(fam, prior.code, prior.kernel_params(), anchor_proposal=anchors)
         chains = [run([kernel], n, 50, seed=4)[0] for _ in range(2)]
         assert np.array_equal(*chains)
 
@@ -236,10 +303,10 @@ def test_info_records_the_move():
         rn = kernel.random_numbers(rng, n)
         new, info = kernel.move(labels, rn)
         seen.add(info["move"])
-        sigma, path = conditional_path(labels, rn[0], rn[1])
+        sigma, path = conditional_path(labels, *rn)
         assert info["closure_size"] == len(sigma)
         assert np.array_equal(info["sizes_before"], np.bincount(path))
-        assert np.array_equal(info["sizes_after"], np.bincount(conditional_path(new, rn[0], rn[1])[1]))
+        assert np.array_equal(info["sizes_after"], np.bincount(conditional_path(new, *rn)[1]))
         assert 0.0 < info["ess"] <= 1.0 + 1e-12 and info["n_resamplings"] >= 0
         before, after = len(info["sizes_before"]), len(info["sizes_after"])
         assert info["move"] == ("keep" if np.array_equal(new, labels) else
@@ -258,14 +325,16 @@ def test_bad_randomness_is_refused():
     n = 6
     prior = PRIORS["crp"]
     fam = pack("diag", n)
-    rn = pgsm_random_numbers(np.random.default_rng(0), n, num_particles=5)
+    rn = pgsm_random_numbers(np.random.default_rng(0), n)
     labels = np.zeros(n, np.int64)
     with pytest.raises(ValueError, match="num_particles"):
-        pgsm_move(labels, fam, prior.code, prior.kernel_params(), rn, num_particles=6)
+        pgsm_move(labels, fam, prior.code, prior.kernel_params(), rn, num_particles=1)
     with pytest.raises(ValueError, match="anchors"):
         pgsm_move(labels, fam, prior.code, prior.kernel_params(), rn, num_particles=5, num_anchors=3)
     with pytest.raises(ValueError, match="distinct"):
-        pgsm_move(labels, fam, prior.code, prior.kernel_params(), (np.array([1, 1]),) + rn[1:], num_particles=5)
+        pgsm_move(labels, fam, prior.code, prior.kernel_params(), (np.array([1, 1]), rn[1]), num_particles=5)
+    with pytest.raises(ValueError, match="distinct"):
+        pgsm_move(labels, fam, prior.code, prior.kernel_params(), (np.array([0, n]), rn[1]), num_particles=5)
     with pytest.raises(ValueError, match="two anchors"):
         PGSMKernel(fam, prior.code, prior.kernel_params(), num_anchors=3,
-                   anchors=InformedAnchors(fam, prior.code, prior.kernel_params(), labels))
+                   anchor_proposal=InformedAnchors(fam, prior.code, prior.kernel_params(), labels))

@@ -34,8 +34,9 @@ gamma_hat_A = 1[valid] would break Assumption 3: the plain targets are used.
 Storage: per particle, the statistics of at most ``A`` blocks (two buffers, for resampling),
 their sizes, gamma_A, and per step its decision and parent index.
 
-The move is a deterministic function of (state, random numbers): see
-:func:`pgsm_random_numbers`. ``PGSMKernel`` draws them from a numpy Generator.
+The move is a deterministic function of (state, anchors, 64-bit seed): see
+:func:`pgsm_random_numbers`. ``PGSMKernel`` draws them from a numpy Generator and holds the
+anchor proposal (uniform, or informed and adapted while the number of blocks breaks its record).
 """
 
 from __future__ import annotations
@@ -45,29 +46,36 @@ import math
 import numba
 import numpy as np
 
-from .._numeric import draw_log_weights, inverse_cdf
+from .._numeric import inverse_cdf, keyed_bits, keyed_uniform, stream_key
 from ..families.kernels import FamilyPack, pack_init, pack_log_marginal, pack_log_preds, pack_update
 from ..partition import canonicalize_into
 from ..priors import log_join_weight, log_new_weight
 
-__all__ = ["pgsm_move", "pgsm_random_numbers", "conditional_path", "PGSMKernel", "InformedAnchors", "MOVES"]
+__all__ = ["pgsm_move", "pgsm_random_numbers", "conditional_path", "order_keys", "PGSMKernel", "InformedAnchors",
+           "MOVES", "ANCHOR_PROPOSALS"]
 
 MOVES = ("keep", "split", "merge", "reallocate")
+ORDER, PROPOSAL, RESAMPLING, OUTPUT = 0, 1, 2, 3  # streams of a move's seed
 _INFO_FIXED = 8  # info layout: see _pgsm_core
 
 
 @numba.njit(cache=True, error_model="numpy")
-def _logsumexp(x, count):
+def _exp_weights(x, count):
+    """Overwrite ``x[:count]`` with exp(x - max) and return (max, their sum); (-inf, 0) if all are -inf.
+    Then log-sum-exp = max + log(sum), and a draw inverts the CDF at u * sum."""
     top = -np.inf
     for j in range(count):
         if x[j] > top:
             top = x[j]
     if top == -np.inf:
-        return -np.inf
+        for j in range(count):
+            x[j] = 0.0
+        return top, 0.0
     s = 0.0
     for j in range(count):
-        s += math.exp(x[j] - top)
-    return top + math.log(s)
+        x[j] = math.exp(x[j] - top)
+        s += x[j]
+    return top, s
 
 
 @numba.njit(cache=True, error_model="numpy")
@@ -94,11 +102,13 @@ def _normalise(logw, w):
 
 
 @numba.njit(cache=True, error_model="numpy")
-def _closure(labels, anchors, order, canon, sigma, ref):
+def _closure(labels, anchors, seed, canon, sigma, ref):
     """Canonical labels, the ordered closure ``sigma[:n_s]`` and the conditional path ``ref``.
 
-    Returns (K, number of restricted blocks, n_s). ``ref[t]`` is the restricted block of
-    sigma_t, blocks numbered by the rank of their first anchor in sigma (App. C, eq. 27)."""
+    The non-anchors of the closure are sorted by random keys, one per item (stream ORDER of
+    ``seed``): a uniformly random order, and two states given the same seed order their common
+    items alike. Returns (K, number of restricted blocks, n_s). ``ref[t]`` is the restricted
+    block of sigma_t, blocks numbered by the rank of their first anchor in sigma (App. C, eq. 27)."""
     n = labels.shape[0]
     n_anchors = anchors.shape[0]
     k = canonicalize_into(labels, canon)
@@ -113,29 +123,37 @@ def _closure(labels, anchors, order, canon, sigma, ref):
         sigma[a] = anchors[a]
         is_anchor[anchors[a]] = True
     ns = n_anchors
-    for j in range(n):
-        i = order[j]
+    for i in range(n):
         if not is_anchor[i] and new_id[canon[i]] >= 0:
             sigma[ns] = i
             ns += 1
+    key = stream_key(seed, ORDER)
+    keys = np.empty(ns - n_anchors, np.uint64)
+    for t in range(n_anchors, ns):
+        keys[t - n_anchors] = keyed_bits(key, sigma[t])
+    rank = np.argsort(keys)
+    rest = sigma[n_anchors:ns].copy()
+    for t in range(ns - n_anchors):
+        sigma[n_anchors + t] = rest[rank[t]]
     for t in range(ns):
         ref[t] = new_id[canon[sigma[t]]]
     return k, nb, ns
 
 
 @numba.njit(cache=True, error_model="numpy")
-def _pgsm_core(labels, anchors, order, prop_u, res_u, out_u, beta, annealed, prior_code, prior_params,
+def _pgsm_core(labels, anchors, seed, N, beta, annealed, prior_code, prior_params,
                codes, dims, data_off, stat_off, hyper_off, hyper, data, width, out, info):
     """One PGSM move; writes the canonical new labels into ``out`` and the record into ``info``:
     [blocks before, blocks after, changed, n_s, final relative ESS, resamplings, early exit,
     unused, sizes before (A), sizes after (A)]."""
     n = labels.shape[0]
     A = anchors.shape[0]
-    N = prop_u.shape[1]
+    prop_key = stream_key(seed, PROPOSAL)
+    res_key = stream_key(seed, RESAMPLING)
     canon = np.empty(n, np.int64)
     sigma = np.empty(n, np.int64)
     ref = np.empty(n, np.int64)
-    k, nb_ref, ns = _closure(labels, anchors, order, canon, sigma, ref)
+    k, nb_ref, ns = _closure(labels, anchors, seed, canon, sigma, ref)
     k_out = k - nb_ref
 
     R = N * A  # statistics rows per buffer; row cur * R + p * A + j is block j of particle p
@@ -155,6 +173,10 @@ def _pgsm_core(labels, anchors, order, prop_u, res_u, out_u, beta, annealed, pri
     scratch = np.empty(max(1, data.shape[1]))
     anneal = annealed and ns > A
     dz = 1.0 / (ns - A) if anneal else 0.0
+    join = np.empty(ns + 1)  # log join weight by block size
+    join[0] = -np.inf
+    for m in range(1, ns + 1):
+        join[m] = log_join_weight(prior_code, prior_params, m)
     cur = 0
     n_res = 0
     early = False
@@ -171,7 +193,7 @@ def _pgsm_core(labels, anchors, order, prop_u, res_u, out_u, beta, annealed, pri
             for p in range(N):
                 a = 0
                 if p > 0:  # conditional multinomial: particle 0 keeps its own ancestor
-                    u = res_u[t, p] * wn[N - 1]
+                    u = keyed_uniform(res_key, t * N + p) * wn[N - 1]
                     while a < N - 1 and wn[a] <= u:
                         a += 1
                     while a > 0 and wn[a] == wn[a - 1]:  # zero-weight ancestor: step back
@@ -196,7 +218,7 @@ def _pgsm_core(labels, anchors, order, prop_u, res_u, out_u, beta, annealed, pri
             base = cur * R + p * A
             for j in range(m):
                 blocks[j] = base + j
-                lp[j] = log_join_weight(prior_code, prior_params, sizes[cur, p, j])
+                lp[j] = join[sizes[cur, p, j]]
             n_opt = m
             if t < A:  # an anchor may open a block
                 blocks[m] = EMPTY
@@ -211,14 +233,14 @@ def _pgsm_core(labels, anchors, order, prop_u, res_u, out_u, beta, annealed, pri
                     li[o] = lp[o] + dz * g[cur, p]
                 else:
                     li[o] = lp[o]
-            lse = _logsumexp(li, n_opt)
-            logw[p] += lse
+            top, total = _exp_weights(li, n_opt)
+            logw[p] += top + math.log(total) if total > 0.0 else -np.inf
             if p == 0:
                 o = ref[t]
-            elif lse == -np.inf:
+            elif total == 0.0:
                 o = 0  # a dead particle (weight 0): any decision
             else:
-                o = draw_log_weights(li, n_opt, prop_u[t, p])
+                o = inverse_cdf(li, n_opt, keyed_uniform(prop_key, t * N + p) * total)
             dec[t, p] = o
             if anneal and t < A:
                 g[cur, p] += lp[o]
@@ -251,7 +273,7 @@ def _pgsm_core(labels, anchors, order, prop_u, res_u, out_u, beta, annealed, pri
             for t in range(ns):
                 new[t] = ref[t]
         else:
-            p = inverse_cdf(wn, wn.shape[0], out_u)
+            p = inverse_cdf(wn, wn.shape[0], keyed_uniform(stream_key(seed, OUTPUT), 0))
             for t in range(ns - 1, -1, -1):
                 new[t] = dec[t, p]
                 p = anc[t, p]
@@ -282,20 +304,29 @@ def _pgsm_core(labels, anchors, order, prop_u, res_u, out_u, beta, annealed, pri
         info[_INFO_FIXED + A + new[t]] += 1.0
 
 
-def pgsm_random_numbers(rng: np.random.Generator, n: int, num_particles: int = 20, num_anchors: int = 2):
-    """All the randomness of one move, drawn up front: (anchors, order, proposal uniforms (n, N),
-    resampling uniforms (n, N), output uniform). The anchors are distinct and in random order
-    (sigma_1..sigma_A); ``order`` is a permutation of all items, whose restriction to the closure
-    is its uniform order. Row t of the uniforms serves step t, whatever the closure size."""
+def pgsm_random_numbers(rng: np.random.Generator, n: int, num_anchors: int = 2):
+    """All the randomness of one move: (anchors, seed). The anchors are distinct and in random
+    order (sigma_1..sigma_A). Every other number the move uses is a counter-based uniform of the
+    64-bit ``seed`` (:func:`pymc_partitions._numeric.keyed_uniform`): one key per item orders the
+    closure, uniform (t, p) of one stream proposes particle p's decision at step t, of another
+    resamples it, and one more picks the output. So a move draws only what it uses, and two
+    states given the same randomness use the same numbers at the same (step, particle)."""
     anchors = rng.choice(n, size=num_anchors, replace=False).astype(np.int64)
-    return (anchors,) + _smc_random_numbers(rng, n, num_particles)
+    return anchors, _draw_seed(rng)
 
 
-def _smc_random_numbers(rng, n, num_particles):
-    order = rng.permutation(n).astype(np.int64)
-    prop_u = rng.random((n, num_particles))
-    res_u = rng.random((n, num_particles))
-    return order, prop_u, res_u, float(rng.random())
+def _draw_seed(rng):
+    return np.uint64(rng.integers(0, 2**64, dtype=np.uint64))
+
+
+def order_keys(seed, items):
+    """The random keys (uint64) that order the closure's non-anchors: ascending key first."""
+    return np.array([_order_key(np.uint64(seed), int(i)) for i in items], dtype=np.uint64)
+
+
+@numba.njit(cache=True)
+def _order_key(seed, item):
+    return keyed_bits(stream_key(seed, ORDER), item)
 
 
 def _info_dict(info, num_anchors):
@@ -324,27 +355,28 @@ def pgsm_move(labels, pack: FamilyPack, prior_code: int, prior_params, randomnes
               resample_threshold=0.5, num_anchors=2, annealed=True):
     """One Particle Gibbs Split-Merge move; returns (canonical labels, info).
 
-    ``randomness`` is :func:`pgsm_random_numbers`'s output for this ``num_particles`` and
-    ``num_anchors``. ``info``: ``move`` ("keep": restricted clustering unchanged, "split",
-    "merge", "reallocate": same number of blocks, other allocation), ``closure_size``,
-    ``sizes_before`` / ``sizes_after`` (restricted blocks, by rank of their first anchor),
-    ``ess`` (final relative ESS), ``n_resamplings``, ``early_exit`` (all particles merged).
+    ``randomness`` is (anchors, seed), as from :func:`pgsm_random_numbers`. ``info``: ``move``
+    ("keep": restricted clustering unchanged, "split", "merge", "reallocate": same number of
+    blocks, other allocation), ``closure_size``, ``sizes_before`` / ``sizes_after`` (restricted
+    blocks, by rank of their first anchor), ``ess`` (final relative ESS), ``n_resamplings``,
+    ``early_exit`` (all particles merged).
     """
     labels = np.ascontiguousarray(labels, dtype=np.int64)
     n = labels.shape[0]
-    anchors, order, prop_u, res_u, out_u = randomness
+    anchors, seed = randomness
     anchors = np.ascontiguousarray(anchors, dtype=np.int64)
     if num_anchors < 2 or anchors.shape != (num_anchors,):
         raise ValueError(f"need num_anchors >= 2 anchors, got {anchors.shape} for num_anchors={num_anchors}")
     if len(np.unique(anchors)) != num_anchors or anchors.min() < 0 or anchors.max() >= n:
         raise ValueError(f"anchors must be distinct items of 0..{n - 1}, got {anchors}")
-    if num_particles < 2 or np.shape(prop_u) != (n, num_particles) or np.shape(res_u) != (n, num_particles):
-        raise ValueError("randomness does not match n and num_particles (>= 2)")
+    if int(num_particles) < 2:
+        raise ValueError(f"num_particles must be >= 2, got {num_particles}")
+    if not 0.0 <= float(resample_threshold) <= 1.0:
+        raise ValueError(f"resample_threshold must be in [0, 1], got {resample_threshold}")
     out = np.empty(n, np.int64)
     info = np.empty(_INFO_FIXED + 2 * num_anchors)
     _pgsm_core(
-        labels, anchors, np.ascontiguousarray(order, dtype=np.int64), np.ascontiguousarray(prop_u, np.float64),
-        np.ascontiguousarray(res_u, np.float64), float(out_u), float(resample_threshold), bool(annealed),
+        labels, anchors, np.uint64(seed), int(num_particles), float(resample_threshold), bool(annealed),
         int(prior_code), np.asarray(prior_params, np.float64),
         pack.codes, pack.dims, pack.data_off, pack.stat_off, pack.hyper_off, pack.hyper, pack.data, pack.width,
         out, info,
@@ -352,19 +384,21 @@ def pgsm_move(labels, pack: FamilyPack, prior_code: int, prior_params, randomnes
     return out, _info_dict(info, num_anchors)
 
 
-def conditional_path(labels, anchors, order):
+def conditional_path(labels, anchors, seed):
     """(sigma, path): the ordered closure and the decisions that encode the current restricted
     clustering (App. C, eq. 27): path[t] is the block of sigma_t, blocks numbered by first anchor."""
     labels = np.ascontiguousarray(labels, dtype=np.int64)
     n = labels.shape[0]
     canon, sigma, ref = np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.int64)
-    _, _, ns = _closure(labels, np.ascontiguousarray(anchors, np.int64), np.ascontiguousarray(order, np.int64),
-                        canon, sigma, ref)
+    _, _, ns = _closure(labels, np.ascontiguousarray(anchors, np.int64), np.uint64(seed), canon, sigma, ref)
     return sigma[:ns].copy(), ref[:ns].copy()
 
 
+ANCHOR_PROPOSALS = ("uniform", "cluster", "threshold")
+
+
 class PGSMKernel:
-    """A PGSM move with its random numbers drawn from a numpy Generator.
+    """PGSM moves with their random numbers drawn from a numpy Generator, and the anchor proposal.
 
     Parameters
     ----------
@@ -374,15 +408,34 @@ class PGSMKernel:
         From a prior object (``prior.code``, ``prior.kernel_params()``).
     num_particles, resample_threshold, num_anchors, annealed :
         As in :func:`pgsm_move`.
-    anchors : InformedAnchors, optional
-        An informed anchor proposal (App. F, two anchors); uniform anchors if None.
+    anchor_proposal : {"uniform", "cluster", "threshold"} or InformedAnchors
+        How the two anchors are drawn (seed 003 Sec. 4.3, App. F). "cluster" and "threshold" score
+        a *reference* clustering: the chain's state when the number of blocks breaks its record
+        (the first state counts), during the first ``adapt_iterations`` calls of :meth:`step`;
+        then the reference is frozen. An :class:`InformedAnchors` object is used as given, frozen.
+    threshold : float
+        The threshold-informed proposal's cut-off (App. F, 0.01).
+    adapt_iterations : int
+        How many moves the informed proposals adapt for. The chain is exact (pi-invariant) only
+        once adaptation has stopped; discard the adaptation moves as burn-in.
     """
 
     def __init__(self, pack: FamilyPack, prior_code: int, prior_params, num_particles=20, resample_threshold=0.5,
-                 num_anchors=2, annealed=True, anchors=None):
-        if anchors is not None and num_anchors != 2:
-            raise ValueError("informed anchor proposals draw two anchors")
-        self.anchors = anchors
+                 num_anchors=2, annealed=True, anchor_proposal="uniform", threshold=0.01, adapt_iterations=1000):
+        fixed = isinstance(anchor_proposal, InformedAnchors)
+        if not fixed and anchor_proposal not in ANCHOR_PROPOSALS:
+            raise ValueError(f"anchor_proposal must be one of {ANCHOR_PROPOSALS} or an InformedAnchors, "
+                             f"got {anchor_proposal!r}")
+        if anchor_proposal != "uniform" and num_anchors != 2:
+            raise ValueError("informed anchor proposals draw two anchors: use num_anchors=2")
+        if int(num_particles) < 2:
+            raise ValueError(f"num_particles must be >= 2, got {num_particles}")
+        if not 0.0 <= float(resample_threshold) <= 1.0:
+            raise ValueError(f"resample_threshold must be in [0, 1], got {resample_threshold}")
+        if not 0.0 < float(threshold) < 1.0:
+            raise ValueError(f"threshold must be in (0, 1), got {threshold}")
+        if int(adapt_iterations) < 0:
+            raise ValueError(f"adapt_iterations must be >= 0, got {adapt_iterations}")
         self.pack = pack
         self.prior_code = int(prior_code)
         self.prior_params = np.asarray(prior_params, np.float64)
@@ -390,14 +443,42 @@ class PGSMKernel:
         self.resample_threshold = float(resample_threshold)
         self.num_anchors = int(num_anchors)
         self.annealed = bool(annealed)
+        self.kind = anchor_proposal.kind if fixed else anchor_proposal
+        self.threshold = float(threshold)
+        self.anchors = anchor_proposal if fixed else None
+        self.adapt_iterations = 0 if fixed else int(adapt_iterations)
+        self.adapted = 0  # moves made while adapting
+        self.record = -1  # the largest number of blocks seen while adapting
+
+    @property
+    def adapting(self) -> bool:
+        """Whether the next :meth:`step` may still change the informed proposal."""
+        return self.kind != "uniform" and (self.anchors is None or self.adapted < self.adapt_iterations)
+
+    def adapt(self, labels) -> None:
+        """Rebuild the informed proposal from ``labels`` if their number of blocks breaks the record
+        (and always the first time); counts one adaptation iteration."""
+        if not self.adapting:
+            return
+        k = int(np.max(labels)) + 1
+        if k > self.record or self.anchors is None:
+            self.record = max(k, self.record)
+            self.anchors = InformedAnchors(self.pack, self.prior_code, self.prior_params, labels, self.kind,
+                                           self.threshold)
+        self.adapted += 1
+
+    def stop_adapting(self) -> None:
+        """Freeze the informed proposal (from here on every move leaves the posterior invariant)."""
+        self.adapt_iterations = self.adapted
 
     def random_numbers(self, rng: np.random.Generator, n: int):
-        """The randomness of one move (see :func:`pgsm_random_numbers`); informed anchors are a
-        function of six uniforms drawn first."""
+        """The randomness of one move, (anchors, seed) (see :func:`pgsm_random_numbers`); informed
+        anchors are a function of six uniforms drawn first."""
+        if self.kind == "uniform":
+            return pgsm_random_numbers(rng, n, self.num_anchors)
         if self.anchors is None:
-            return pgsm_random_numbers(rng, n, self.num_particles, self.num_anchors)
-        anchors = self.anchors.draw(n, rng.random(6))
-        return (anchors,) + _smc_random_numbers(rng, n, self.num_particles)
+            raise RuntimeError("the informed anchor proposal has no reference yet: call adapt(labels) or step()")
+        return self.anchors.draw(n, rng.random(6)), _draw_seed(rng)
 
     def move(self, labels, randomness):
         """One move with given random numbers: (canonical labels, info)."""
@@ -405,7 +486,8 @@ class PGSMKernel:
                          self.resample_threshold, self.num_anchors, self.annealed)
 
     def step(self, labels, rng: np.random.Generator):
-        """One move: (canonical labels, info)."""
+        """One move (after adapting the anchor proposal, while it adapts): (canonical labels, info)."""
+        self.adapt(labels)
         return self.move(labels, self.random_numbers(rng, len(labels)))
 
 

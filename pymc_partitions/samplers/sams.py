@@ -20,16 +20,18 @@ import math
 import numba
 import numpy as np
 
-from .._numeric import draw_log_weights
+from .._numeric import draw_log_weights, keyed_bits, keyed_uniform, stream_key
 from ..families.kernels import FamilyPack, pack_init, pack_log_marginal, pack_log_preds, pack_update
 from ..partition import canonicalize_into
 from ..priors import log_join_weight, log_new_weight
 
 __all__ = ["sams_move", "sams_random_numbers", "SAMSKernel"]
 
+ORDER, ALLOCATION, ACCEPTANCE = 0, 1, 2  # streams of a move's seed
+
 
 @numba.njit(cache=True, error_model="numpy")
-def _sams_core(labels, pair, order, alloc_u, accept_u, prior_code, prior_params,
+def _sams_core(labels, pair, seed, prior_code, prior_params,
                codes, dims, data_off, stat_off, hyper_off, hyper, data, width, out, info):
     """One SAMS move; writes canonical labels into ``out`` and [proposed split (1) or merge (0),
     accepted, log acceptance ratio, |S_i|, |S_j|] into ``info``."""
@@ -57,11 +59,21 @@ def _sams_core(labels, pair, order, alloc_u, accept_u, prior_code, prior_params,
     rows = np.arange(2)
     lw = np.empty(2)
     lq = 0.0  # log probability of the split allocation
-    t = 0
-    for s in range(n):
-        q = order[s]
-        if q == i or q == j or (canon[q] != bi and canon[q] != bj):
-            continue
+    # the other items of S_i u S_j, in the order of their random keys (stream ORDER of the seed)
+    rest = np.empty(n, np.int64)
+    m = 0
+    for q in range(n):
+        if q != i and q != j and (canon[q] == bi or canon[q] == bj):
+            rest[m] = q
+            m += 1
+    order_key = stream_key(seed, ORDER)
+    keys = np.empty(m, np.uint64)
+    for s in range(m):
+        keys[s] = keyed_bits(order_key, rest[s])
+    rank = np.argsort(keys)
+    alloc_key = stream_key(seed, ALLOCATION)
+    for t in range(m):
+        q = rest[rank[t]]
         lw[0] = log_join_weight(prior_code, prior_params, size[0])
         lw[1] = log_join_weight(prior_code, prior_params, size[1])
         pack_log_preds(codes, dims, data_off, stat_off, hyper_off, hyper, stats, rows, 2, data, q, scratch, lw)
@@ -73,12 +85,11 @@ def _sams_core(labels, pair, order, alloc_u, accept_u, prior_code, prior_params,
         elif same:
             c0 = lw[0]
             c1 = lw[1]
-            c = draw_log_weights(lw, 2, alloc_u[t])
+            c = draw_log_weights(lw, 2, keyed_uniform(alloc_key, t))
             lq += (c0 if c == 0 else c1) - lse
         else:
             c = 0 if canon[q] == bi else 1
             lq += lw[c] - lse
-        t += 1
         side[q] = c
         size[c] += 1
         pack_update(codes, dims, data_off, stat_off, hyper_off, hyper, stats, c, data, q, 1.0, scratch)
@@ -95,7 +106,7 @@ def _sams_core(labels, pair, order, alloc_u, accept_u, prior_code, prior_params,
     d += pack_log_marginal(codes, dims, stat_off, hyper_off, hyper, stats, 1)
     d -= pack_log_marginal(codes, dims, stat_off, hyper_off, hyper, stats, 2)
     log_ratio = d - lq if same else lq - d
-    accept = math.log(accept_u) < log_ratio
+    accept = math.log(keyed_uniform(stream_key(seed, ACCEPTANCE), 0)) < log_ratio
     tmp = np.empty(n, np.int64)
     for q in range(n):
         tmp[q] = canon[q]
@@ -112,9 +123,10 @@ def _sams_core(labels, pair, order, alloc_u, accept_u, prior_code, prior_params,
 
 
 def sams_random_numbers(rng: np.random.Generator, n: int):
-    """(pair of distinct items, permutation of the items, allocation uniforms (n,), acceptance uniform)."""
+    """(pair of distinct items, 64-bit seed). The seed's counter-based uniforms
+    (:mod:`pymc_partitions._numeric`) order the other items, allocate them and accept or reject."""
     pair = rng.choice(n, size=2, replace=False).astype(np.int64)
-    return pair, rng.permutation(n).astype(np.int64), rng.random(n), float(rng.random())
+    return pair, np.uint64(rng.integers(0, 2**64, dtype=np.uint64))
 
 
 def sams_move(labels, pack: FamilyPack, prior_code: int, prior_params, randomness):
@@ -123,14 +135,13 @@ def sams_move(labels, pack: FamilyPack, prior_code: int, prior_params, randomnes
     of the split side)."""
     labels = np.ascontiguousarray(labels, dtype=np.int64)
     n = labels.shape[0]
-    pair, order, alloc_u, accept_u = randomness
+    pair, seed = randomness
     pair = np.ascontiguousarray(pair, np.int64)
     if pair.shape != (2,) or pair[0] == pair[1]:
         raise ValueError("need two distinct items")
     out = np.empty(n, np.int64)
     info = np.empty(5)
-    _sams_core(labels, pair, np.ascontiguousarray(order, np.int64), np.ascontiguousarray(alloc_u, np.float64),
-               float(accept_u), int(prior_code), np.asarray(prior_params, np.float64),
+    _sams_core(labels, pair, np.uint64(seed), int(prior_code), np.asarray(prior_params, np.float64),
                pack.codes, pack.dims, pack.data_off, pack.stat_off, pack.hyper_off, pack.hyper, pack.data, pack.width,
                out, info)
     return out, {"move": "split" if info[0] else "merge", "accepted": bool(info[1]), "log_ratio": float(info[2]),
