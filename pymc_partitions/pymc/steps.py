@@ -1,4 +1,5 @@
-"""Step methods for ``pm.sample``: collapsed Gibbs on a Partition, and prior-parameter updates.
+"""Step methods for ``pm.sample``: collapsed Gibbs, PGSM and SAMS on a Partition, and
+prior-parameter updates.
 
 The steps are thin: they read the labels and the current hyperparameter values from the point,
 call a compiled kernel from :mod:`pymc_partitions.samplers`, and write the labels back.
@@ -14,14 +15,48 @@ import pymc as pm
 from ..priors import PITMAN_YOR, log_eppf_sizes
 from ..samplers.concentration import escobar_west
 from ..samplers.gibbs import gibbs_sweeps
+from ..samplers.pgsm import PGSMKernel
+from ..samplers.sams import SAMSKernel
 from .compat import STEP_METHODS, BlockedStep, ChainSetupMixin, Competence, ancestors
 from .distributions import constant_value, is_partition
 from .terms import PartitionTerms, _resolve_rv
 
-__all__ = ["CollapsedGibbs", "EscobarWest", "PriorSlice", "register"]
+__all__ = ["CollapsedGibbs", "PGSM", "SAMS", "EscobarWest", "PriorSlice", "register"]
 
 
-class CollapsedGibbs(ChainSetupMixin, BlockedStep):
+class _PartitionStep(ChainSetupMixin, BlockedStep):
+    """What every step on one Partition shares: finding it, reading and writing its labels."""
+
+    default_blocked = False
+
+    def __init__(self, vars, model, rng):
+        model = pm.modelcontext(model)
+        if vars is None:
+            vars = [v for v in model.free_RVs if is_partition(v)]
+        vars = list(vars) if isinstance(vars, (list, tuple)) else [vars]
+        if len(vars) != 1:
+            raise ValueError(f"{type(self).__name__} updates one partition per step, got {len(vars)} variables")
+        self.terms = PartitionTerms(model, vars[0])
+        self.vars = [model.rvs_to_values[_resolve_rv(model, vars[0])]]
+        self.rng = np.random.default_rng(rng)
+
+    def _inputs(self, point):
+        """(labels, prior params, FamilyPack) at ``point``."""
+        prior_params, pack = self.terms.kernel_inputs(point)
+        self.terms.check_prior_params(prior_params)
+        return self.terms.labels(point), prior_params, pack
+
+    def _with_labels(self, point, labels):
+        point = dict(point)
+        point[self.terms.value_name] = labels.astype(self.terms.dtype, copy=False)
+        return point
+
+    @staticmethod
+    def competence(var, has_grad):
+        return Competence.INCOMPATIBLE
+
+
+class CollapsedGibbs(_PartitionStep):
     """Collapsed Gibbs sampler for a ``pmp.Partition`` variable (Neal 2000, Algorithm 3).
 
     Each draw is ``sweeps`` full random-scan sweeps: every item is removed from its block and
@@ -53,41 +88,190 @@ class CollapsedGibbs(ChainSetupMixin, BlockedStep):
     """
 
     name = "collapsed_gibbs"
-    default_blocked = False
     stats_dtypes_shapes = {"n_clusters": (np.int64, []), "log_joint": (np.float64, [])}
 
     def __init__(self, vars=None, model=None, sweeps=1, rng=None, blocked=None, **kwargs):
-        model = pm.modelcontext(model)
-        if vars is None:
-            vars = [v for v in model.free_RVs if is_partition(v)]
-        vars = list(vars) if isinstance(vars, (list, tuple)) else [vars]
-        if len(vars) != 1:
-            raise ValueError(f"CollapsedGibbs updates one partition per step, got {len(vars)} variables")
         if int(sweeps) < 1:
             raise ValueError(f"CollapsedGibbs: sweeps must be a positive integer, got {sweeps!r}")
-        self.terms = PartitionTerms(model, vars[0])
-        self.vars = [model.rvs_to_values[_resolve_rv(model, vars[0])]]
+        super().__init__(vars, model, rng)
         self.sweeps = int(sweeps)
-        self.rng = np.random.default_rng(rng)
 
     def step(self, point):
-        terms = self.terms
-        labels = terms.labels(point)
-        prior_params, pack = terms.kernel_inputs(point)
-        terms.check_prior_params(prior_params)
-        n = terms.n
+        labels, prior_params, pack = self._inputs(point)
+        n = self.terms.n
         orders = np.empty((self.sweeps, n), np.int64)
         for s in range(self.sweeps):
             orders[s] = self.rng.permutation(n)
         uniforms = self.rng.random((self.sweeps, n))
-        new, lj = gibbs_sweeps(labels, pack, terms.prior_code, prior_params, orders, uniforms)
-        point = dict(point)
-        point[terms.value_name] = new.astype(terms.dtype, copy=False)
-        return point, [{"n_clusters": int(new.max()) + 1, "log_joint": float(lj)}]
+        new, lj = gibbs_sweeps(labels, pack, self.terms.prior_code, prior_params, orders, uniforms)
+        return self._with_labels(point, new), [{"n_clusters": int(new.max()) + 1, "log_joint": float(lj)}]
 
     @staticmethod
     def competence(var, has_grad):
         return Competence.IDEAL if is_partition(var) else Competence.INCOMPATIBLE
+
+
+def _check_moves(step_name, moves):
+    if int(moves) != moves or int(moves) < 1:
+        raise ValueError(f"{step_name}: moves must be a positive integer, got {moves!r}")
+    return int(moves)
+
+
+class PGSM(_PartitionStep):
+    """Particle Gibbs Split-Merge moves on a ``pmp.Partition`` (Bouchard-Côté, Doucet & Roth 2017).
+
+    A move picks anchors, takes the blocks that hold them (the *closure*), and redraws the
+    clustering of the closure with a conditional SMC whose reference path is the current one: it
+    can split a block, merge blocks or reallocate their items in one move, which a Gibbs sweep
+    (one item at a time) may take forever to do when clusters are large or well separated. The
+    move is exact for any number of particles. Interleave it with Gibbs sweeps, as the paper
+    recommends: ``step=[pmp.CollapsedGibbs([z]), pmp.PGSM([z])]``.
+
+    Parameters
+    ----------
+    vars : list
+        The Partition variable.
+    num_particles : int, default 20
+    resample_threshold : float, default 0.5
+        Resample (conditional multinomial) when the relative ESS falls below it.
+    num_anchors : int, default 2
+        More anchors (App. D) let one move merge and split at once, e.g. for finite-Dirichlet priors.
+    anchor_proposal : {"uniform", "cluster", "threshold"}, default "uniform"
+        How anchors are drawn (Sec. 4.3, App. F). The informed proposals score a reference
+        clustering, rebuilt when the number of clusters breaks its record *during tuning* only
+        (at most ``adapt_iterations`` draws); from the first kept draw on they are frozen, and
+        the chain is exact. With ``tune=0`` the reference is the initial state.
+    annealed : bool, default True
+        Annealed intermediate targets (Sec. 3.4), which keep the SMC from merging greedily.
+    moves : int, default 1
+        PGSM moves per draw.
+    adapt_iterations : int, optional
+        Cap on the adaptation draws (default: the whole tuning phase).
+
+    Sampler statistics (per draw, summed over its moves unless said): ``pgsm_splits``,
+    ``pgsm_merges``, ``pgsm_changes`` (moves that changed the partition; a change that is
+    neither a split nor a merge reallocates items), ``pgsm_resamplings``; of the last move:
+    ``pgsm_closure_size``, ``pgsm_size_before_j`` / ``pgsm_size_after_j`` for j < ``num_anchors``
+    (restricted block sizes, blocks ranked by their first anchor; 0 where there are fewer
+    blocks), ``pgsm_ess`` (final relative ESS),
+    ``pgsm_early_exit`` (all particles merged).
+
+    Examples
+    --------
+    >>> import numpy as np, pymc as pm, pymc_partitions as pmp
+    >>> y = np.r_[np.zeros(20), np.ones(20) * 8.0] + np.random.default_rng(0).normal(size=40)
+    >>> with pm.Model():
+    ...     z = pmp.Partition("z", pmp.CRP(1.0), n=40)
+    ...     obs = pmp.NormalNormal("y", partition=z, mu0=4.0, sigma0=5.0, sigma=1.0, observed=y)
+    ...     idata = pm.sample(draws=50, tune=10, chains=1, step=[pmp.CollapsedGibbs([z]), pmp.PGSM([z])],
+    ...                       initvals={"z": np.zeros(40, int)}, progressbar=False,
+    ...                       compute_convergence_checks=False, random_seed=1)
+    >>> int(idata.sample_stats["pgsm_splits"].sum()) >= 1  # the one initial block was split
+    True
+    """
+
+    name = "pgsm"
+
+    def __init__(self, vars=None, model=None, num_particles=20, resample_threshold=0.5, num_anchors=2,
+                 anchor_proposal="uniform", annealed=True, moves=1, adapt_iterations=None, threshold=0.01, rng=None,
+                 blocked=None, **kwargs):
+        super().__init__(vars, model, rng)
+        self.moves = _check_moves("PGSM", moves)
+        if adapt_iterations is not None and int(adapt_iterations) < 0:
+            raise ValueError(f"PGSM: adapt_iterations must be >= 0, got {adapt_iterations!r}")
+        self.adapt_iterations = 2**62 if adapt_iterations is None else int(adapt_iterations)
+        self.settings = dict(num_particles=num_particles, resample_threshold=resample_threshold,
+                             num_anchors=num_anchors, annealed=annealed, anchor_proposal=anchor_proposal,
+                             threshold=threshold)
+        self.reset_chain(None, None)  # also validates the settings
+        a = self.kernel.num_anchors
+        self.stats_dtypes_shapes = {
+            "pgsm_splits": (np.int64, []), "pgsm_merges": (np.int64, []), "pgsm_changes": (np.int64, []),
+            "pgsm_resamplings": (np.int64, []), "pgsm_closure_size": (np.int64, []),
+            **{f"pgsm_size_{when}_{j}": (np.int64, []) for when in ("before", "after") for j in range(a)},
+            "pgsm_ess": (np.float64, []), "pgsm_early_exit": (bool, []),
+        }  # per instance (one size per anchor; PyMC 5's trace stores scalars only): replaces the class's
+        self.stats_dtypes = [{name: dtype for name, (dtype, _) in self.stats_dtypes_shapes.items()}]
+
+    def reset_chain(self, tune, draws):
+        """A new chain: a new kernel, whose informed anchor proposal adapts afresh."""
+        self.kernel = PGSMKernel(None, self.terms.prior_code, np.zeros(3), **self.settings,
+                                 adapt_iterations=self.adapt_iterations)
+
+    def stop_tuning(self):
+        """End of tuning: freeze the anchor proposal (the kept draws are from an exact chain)."""
+        self.kernel.stop_adapting()
+
+    def step(self, point):
+        labels, prior_params, pack = self._inputs(point)
+        self.kernel.set_model(pack, prior_params)
+        a = self.kernel.num_anchors
+        stats = {"pgsm_splits": 0, "pgsm_merges": 0, "pgsm_changes": 0, "pgsm_resamplings": 0}
+        for _ in range(self.moves):
+            labels, info = self.kernel.step(labels, self.rng)
+            stats["pgsm_splits"] += info["move"] == "split"
+            stats["pgsm_merges"] += info["move"] == "merge"
+            stats["pgsm_changes"] += info["move"] != "keep"
+            stats["pgsm_resamplings"] += info["n_resamplings"]
+        stats["pgsm_closure_size"] = info["closure_size"]
+        for when in ("before", "after"):
+            sizes = info[f"sizes_{when}"]
+            for j in range(a):
+                stats[f"pgsm_size_{when}_{j}"] = int(sizes[j]) if j < len(sizes) else 0
+        stats["pgsm_ess"] = info["ess"]
+        stats["pgsm_early_exit"] = info["early_exit"]
+        return self._with_labels(point, labels), [stats]
+
+
+class SAMS(_PartitionStep):
+    """Sequentially-allocated merge-split moves on a ``pmp.Partition`` (Dahl 2003).
+
+    A Metropolis-Hastings split-merge move: two random items; if they share a cluster, propose to
+    split it by allocating its other items one by one, else propose to merge their clusters. The
+    baseline that seed 003 compares PGSM against; interleave with Gibbs sweeps like :class:`PGSM`.
+
+    Parameters
+    ----------
+    vars : list
+        The Partition variable.
+    moves : int, default 1
+        SAMS moves per draw.
+
+    Sampler statistics (summed over the draw's moves): ``sams_splits`` and ``sams_merges``
+    (accepted), ``sams_proposed_splits``; of the last move: ``sams_log_ratio`` (log acceptance
+    ratio).
+
+    Examples
+    --------
+    >>> import numpy as np, pymc as pm, pymc_partitions as pmp
+    >>> y = np.r_[np.zeros(20), np.ones(20) * 8.0] + np.random.default_rng(0).normal(size=40)
+    >>> with pm.Model():
+    ...     z = pmp.Partition("z", pmp.CRP(1.0), n=40)
+    ...     obs = pmp.NormalNormal("y", partition=z, mu0=4.0, sigma0=5.0, sigma=1.0, observed=y)
+    ...     idata = pm.sample(draws=50, tune=10, chains=1, step=[pmp.CollapsedGibbs([z]), pmp.SAMS([z], moves=5)],
+    ...                       progressbar=False, compute_convergence_checks=False, random_seed=1)
+    """
+
+    name = "sams"
+    stats_dtypes_shapes = {"sams_splits": (np.int64, []), "sams_merges": (np.int64, []),
+                           "sams_proposed_splits": (np.int64, []), "sams_log_ratio": (np.float64, [])}
+
+    def __init__(self, vars=None, model=None, moves=1, rng=None, blocked=None, **kwargs):
+        super().__init__(vars, model, rng)
+        self.moves = _check_moves("SAMS", moves)
+
+    def step(self, point):
+        labels, prior_params, pack = self._inputs(point)
+        kernel = SAMSKernel(pack, self.terms.prior_code, prior_params)
+        stats = {"sams_splits": 0, "sams_merges": 0, "sams_proposed_splits": 0}
+        for _ in range(self.moves):
+            labels, info = kernel.step(labels, self.rng)
+            split = info["move"] == "split"
+            stats["sams_proposed_splits"] += split
+            stats["sams_splits"] += split and info["accepted"]
+            stats["sams_merges"] += (not split) and info["accepted"]
+        stats["sams_log_ratio"] = info["log_ratio"]
+        return self._with_labels(point, labels), [stats]
 
 
 # ----------------------------------------------------------------------------- prior parameters

@@ -471,6 +471,12 @@ class PGSMKernel:
         """Freeze the informed proposal (from here on every move leaves the posterior invariant)."""
         self.adapt_iterations = self.adapted
 
+    def set_model(self, pack: FamilyPack, prior_params) -> None:
+        """New data or hyperparameter values (e.g. moved by other steps); the adaptation state and
+        a frozen anchor proposal are kept (an anchor proposal need not track the hyperparameters)."""
+        self.pack = pack
+        self.prior_params = np.asarray(prior_params, np.float64)
+
     def random_numbers(self, rng: np.random.Generator, n: int):
         """The randomness of one move, (anchors, seed) (see :func:`pgsm_random_numbers`); informed
         anchors are a function of six uniforms drawn first."""
