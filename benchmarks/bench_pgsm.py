@@ -27,6 +27,8 @@ anchors: the seed uses cluster-informed anchors, which it found make little diff
    held-out points from the same clusters; (ii) a Bernoulli mixture (seed 003 Sec. 4.2-4.3):
    D = 50, 10 clusters, 12 dimensions uninformative (p = 0.5 in every cluster), the others with
    cluster-specific p ~ U(0, 1), Beta(1, 1) prior, n = 1500 plus 300 held out.
+   A shorter exploration on the same data varies what might decide the race: particles (5, 50),
+   plain targets, four times the PGSM moves per sweep, and the pure kernels (no Gibbs sweeps).
 3. **Greediness check** (seed 003 Sec. 3.4): moves until the first split of two well-separated
    groups started as one block, annealed against plain targets.
 """
@@ -246,6 +248,7 @@ MAIN = [("Gibbs", None, True, 0), ("Gibbs + PGSM", "pgsm", True, 1), ("Gibbs + S
 EXPLORE = [("Gibbs + PGSM, N = 5", "pgsm5", True, 1), ("Gibbs + PGSM, N = 50", "pgsm50", True, 1),
            ("Gibbs + PGSM, plain targets", "plain", True, 1), ("Gibbs + 4x PGSM", "pgsm", True, 4),
            ("PGSM alone", "pgsm", False, 1), ("SAMS alone", "sams", False, 1)]
+MOVER_NAMES = {"pgsm": "PGSM", "pgsm5": "PGSM N = 5", "pgsm50": "PGSM N = 50", "plain": "PGSM plain", "sams": "SAMS"}
 COLOURS = {"Gibbs": "tab:blue", "Gibbs + PGSM": "tab:red", "Gibbs + SAMS": "tab:green"}
 
 
@@ -262,7 +265,7 @@ class Cycle:
 
     def __init__(self, gibbs, mover=None, moves=0):
         self.gibbs, self.mover, self.moves = gibbs, mover, moves
-        self.sm_cpu, self.changed, self.tried = 0.0, 0, 0
+        self.sm_cpu, self.changed, self.tried, self.early = 0.0, 0, 0, 0
 
     def __call__(self, labels, rng):
         if self.gibbs is not None:
@@ -272,22 +275,26 @@ class Cycle:
             for _ in range(self.moves):
                 new, info = self.mover.step(labels, rng)
                 self.changed += info["accepted"] if "accepted" in info else info["move"] != "keep"
+                self.early += info.get("early_exit", False)
                 labels = new
             self.sm_cpu += time.process_time() - c0
             self.tried += self.moves
         return labels
 
 
-def calibrate(gibbs, kerns, z, rng, reps=30):
+def calibrate(gibbs, kerns, z, rng, seconds=0.15):
     """Moves per Gibbs sweep such that the moves cost about one sweep at the true labels (a cost
-    measurement only; the chains start from one block). Returns (moves per kernel, sweep seconds)."""
-    def cost(kern, count):
-        c0 = time.process_time()
-        for _ in range(count):
+    measurement only; the chains start from one block), from median CPU times per call over
+    ``seconds``. Returns (moves per kernel, sweep seconds)."""
+    def cost(kern):
+        times = []
+        while sum(times) < seconds or len(times) < 5:
+            c0 = time.process_time()
             kern.step(z, rng)
-        return (time.process_time() - c0) / count
-    sweep = cost(gibbs, 10)
-    return {key: max(1, int(round(sweep / cost(k, reps)))) for key, k in kerns.items()}, sweep
+            times.append(time.process_time() - c0)
+        return np.median(times)
+    sweep = cost(gibbs)
+    return {key: max(1, int(round(sweep / cost(k)))) for key, k in kerns.items()}, sweep
 
 
 def run_chain(step, pack, x_test, budget, rng, n_eval=50):
@@ -308,11 +315,8 @@ def run_chain(step, pack, x_test, budget, rng, n_eval=50):
     return np.array(trace), np.array(ho), labels
 
 
-def race(pack, x_test, z, methods, seeds, budget):
-    """Every method x seed on one data set: {label: [per-seed results]}, moves per sweep, sweep time."""
-    gibbs, kerns = GibbsKernel(pack, PRIOR.code, PRIOR.kernel_params()), movers(pack)
-    used = {key for _, key, _, _ in methods if key}
-    moves, sweep = calibrate(gibbs, {k: kerns[k] for k in used}, z, np.random.default_rng(7))
+def race(pack, x_test, methods, seeds, budget, gibbs, kerns, moves):
+    """Every method x seed on one data set: {label: [per-seed results]}."""
     out = {}
     for label, key, with_gibbs, mult in methods:
         out[label] = []
@@ -321,8 +325,9 @@ def race(pack, x_test, z, methods, seeds, budget):
             trace, ho, labels = run_chain(step, pack, x_test, budget, np.random.default_rng(100 + seed))
             out[label].append(dict(trace=trace, ho=ho, k=labels.max() + 1, iters=len(trace) - 1,
                                    sm_share=step.sm_cpu / trace[-1, 0], changed=step.changed, tried=step.tried,
+                                   early=step.early,
                                    per_iter=per_iteration(with_gibbs, key, mult * moves[key] if key else 0)))
-    return out, moves, sweep
+    return out
 
 
 def per_iteration(with_gibbs, key, moves):
@@ -343,8 +348,8 @@ def pm(values, digits=1):
 def race_table(results, target, budget):
     print(f"\n{budget:g} CPU s per chain, {len(next(iter(results.values())))} seeds.\n")
     print("| method | per iteration | seeds reaching target | CPU s to target: median (per seed) | final log joint "
-          "| best log joint | final held-out | final K | iterations | split-merge CPU share | moves changing the state |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+          "| best log joint | final held-out | final K | iterations | split-merge CPU share | moves changing the state | PGSM early exits |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for label, runs in results.items():
         hits = [time_to(r["trace"], target) for r in runs]
         reached = sum(np.isfinite(h) for h in hits)
@@ -352,10 +357,11 @@ def race_table(results, target, budget):
         per = ", ".join(f"{h:.3g}" if np.isfinite(h) else "-" for h in hits)
         tried = sum(r["tried"] for r in runs)
         changed = f"{sum(r['changed'] for r in runs) / tried:.1%}" if tried else ""
+        early = f"{sum(r['early'] for r in runs) / tried:.1%}" if tried and "SAMS" not in runs[0]["per_iter"] else ""
         print(f"| {label} | {runs[0]['per_iter']} | {reached}/{len(runs)} | {med} ({per}) "
               f"| {pm([r['trace'][-1, 1] for r in runs])} | {pm([r['trace'][:, 1].max() for r in runs])} "
               f"| {pm([r['ho'][-1, 1] for r in runs], 3)} | {pm([r['k'] for r in runs])} "
-              f"| {pm([r['iters'] for r in runs], 0)} | {pm([r['sm_share'] for r in runs], 2)} | {changed} |")
+              f"| {pm([r['iters'] for r in runs], 0)} | {pm([r['sm_share'] for r in runs], 2)} | {changed} | {early} |")
 
 
 def race_plot(path, title, results, truth_lj, truth_ho, best, start_lj):
@@ -390,8 +396,10 @@ def race_dataset(key, cfg):
     title = {"gaussian": f"NIW, D = 2, 15 clusters, n = {cfg['race_n']} (+{cfg['test_n']} held out)",
              "bernoulli": f"Beta-Bernoulli, D = 50 ({int(UNINFORMATIVE * D_BERN)} uninformative), 10 clusters, "
                           f"n = {cfg['race_n']} (+{cfg['test_n']} held out)"}[key]
-    main, moves, sweep = race(pack, y_test, z, MAIN, cfg["seeds"], cfg["budget"])
-    explore, moves_x, _ = race(pack, y_test, z, EXPLORE, cfg["explore_seeds"], cfg["explore_budget"])
+    gibbs, kerns = GibbsKernel(pack, PRIOR.code, PRIOR.kernel_params()), movers(pack)
+    moves, sweep = calibrate(gibbs, kerns, z, np.random.default_rng(7))
+    main = race(pack, y_test, MAIN, cfg["seeds"], cfg["budget"], gibbs, kerns, moves)
+    explore = race(pack, y_test, EXPLORE, cfg["explore_seeds"], cfg["explore_budget"], gibbs, kerns, moves)
     one = np.zeros(len(z), np.int64)
     truth_lj, truth_ho, start_lj, start_ho = lj(z, pack), heldout(z, pack, y_test), lj(one, pack), heldout(one, pack, y_test)
     best = max(r["trace"][:, 1].max() for res in (main, explore) for runs in res.values() for r in runs)
@@ -401,7 +409,7 @@ def race_dataset(key, cfg):
           f"{truth_lj:.1f}, held-out {truth_ho:.3f}. Best log joint seen (any chain below): {best:.1f}; "
           f"target = best - {WITHIN:g} x (best - start) = {target:.1f}. Gibbs sweep at the true labels: "
           f"{sweep * 1e3:.2f} ms CPU; split-merge moves costing about one sweep there: "
-          + ", ".join(f"{k} {v}" for k, v in {**moves, **moves_x}.items()) + ".")
+          + ", ".join(f"{MOVER_NAMES[k]} {v}" for k, v in moves.items()) + ".")
     race_table(main, target, cfg["budget"])
     print("\nExploration (why PGSM does or does not win), same data and target:")
     race_table(explore, target, cfg["explore_budget"])
