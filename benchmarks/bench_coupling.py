@@ -3,6 +3,7 @@
 
     python benchmarks/bench_coupling.py            # full run (>= 100 pairs per coupling)
     python benchmarks/bench_coupling.py --quick    # 30 pairs, lower caps
+    python benchmarks/bench_coupling.py --pgsm     # only: OT-Gibbs alone vs OT-Gibbs + PGSM, gene data
 
 Reproduces seed 000's comparison on
   (i)  its App. B.1 DPMM setting: n = 150, D = 2, 4 simulated components, alpha = 0.2,
@@ -14,11 +15,16 @@ pair stops when it meets; max_iter caps the label-based couplings) on all cores 
 meeting-time distribution. Sweep times are medians over the sweeps of pairs before they meet
 (the realistic, costly phase), measured in this process after warm-up; the single-chain figure
 is the same persistent-state sweep on the same states. Prints tables; never fails.
+
+With ``--pgsm`` it instead compares, on the gene data, OT-coupled Gibbs alone with OT-coupled
+Gibbs + 1 or 5 CRN-coupled PGSM moves per iteration (20 particles, uniform anchors): meeting
+times in iterations *and* in seconds, since an iteration with PGSM moves costs more.
 """
 
 from __future__ import annotations
 
 import argparse
+import concurrent.futures as cf
 import os
 import platform
 import time
@@ -27,6 +33,8 @@ import numpy as np
 import pymc as pm
 
 import pymc_partitions as pmp
+from pymc_partitions.coupling.parallel import UnbiasedJob, run_pairs
+from pymc_partitions.coupling.split_merge import pgsm_settings
 from pymc_partitions.coupling.sweep import GibbsSweeps
 from pymc_partitions.pymc.terms import PartitionTerms
 from pymc_partitions.priors import sample_sequential
@@ -88,10 +96,73 @@ def sweep_times(model, coupling, pairs, max_sweeps, seed=0):
     return np.median(coupled), np.median(single), (min(ks), max(ks)) if ks else (0, 0), len(coupled)
 
 
+class TimedJob(UnbiasedJob):
+    """An UnbiasedJob that also records each pair's CPU seconds (``result.cpu``): on a busy
+    machine the workers' wall time overstates the cost."""
+
+    def run(self, seed):
+        c0 = time.process_time()
+        result = super().run(seed)
+        result.cpu = time.process_time() - c0
+        return result
+
+
+def pgsm_comparison(pairs, cap, cores=2):
+    """Meeting times on the gene data: OT-Gibbs alone vs OT-Gibbs + PGSM moves (prior-drawn
+    starts, k = m = 0 so a pair stops when it meets; the same seeds for every kernel)."""
+    model = models()["gene"]
+    terms = PartitionTerms(model, "z")
+    params, fam = terms.kernel_inputs(model.initial_point())
+    kernels = {"OT-Gibbs": None, "OT-Gibbs + 1 PGSM": 1, "OT-Gibbs + 5 PGSM": 5}
+    print(f"\n## Gene data: OT-Gibbs alone vs + PGSM moves (20 particles, annealed, uniform anchors), "
+          f"{pairs} pairs each, cap {cap}, {cores} worker processes\n")
+    print("| kernel | tau 10/25/50/75/90% | max | met | CPU per iteration | CPU s to meet 50/90% | "
+          "CPU s (all pairs) | wall s |")
+    print("|---|---|---|---|---|---|---|---|")
+
+    def job(moves, max_iter):
+        return TimedJob(fam, terms.prior_code, params, n_clusters_h, 0, 0, max_iter=max_iter, coupling="ot",
+                        init="prior", pgsm=pgsm_settings(moves))
+
+    with cf.ProcessPoolExecutor(cores) as pool:
+        run_pairs(job(5, 20), n_pairs=4 * cores, random_seed=99, executor=pool)  # load compiled code in workers
+        for name, moves in kernels.items():
+            t0 = time.perf_counter()
+            report = run_pairs(job(moves, cap), n_pairs=pairs, random_seed=1, executor=pool)
+            wall = time.perf_counter() - t0
+            res = [report.results[p] for p in sorted(report.results)]
+            met = np.array([r.met for r in res])
+            taus = np.array([r.tau if r.met else cap for r in res], float)  # unmet count at the cap: lower bounds
+            cpu = np.array([r.cpu for r in res])
+            per_iter = cpu.sum() / sum(r.iterations for r in res)
+            to_meet = np.where(met, cpu, np.inf)
+            s50, s90 = np.quantile(to_meet, [0.5, 0.9], method="higher")
+
+            def fmt(v):
+                return f">={cap}" if v >= cap else f"{v:.0f}"
+
+            def fmt_s(v):
+                return "not met" if not np.isfinite(v) else f"{v:.2f}"
+
+            qs = np.quantile(taus, [0.1, 0.25, 0.5, 0.75, 0.9])
+            print(f"| {name} | {'/'.join(fmt(q) for q in qs)} | {fmt(taus.max())} | {met.mean():.0%} | "
+                  f"{fmt_time(per_iter)} | {fmt_s(s50)} / {fmt_s(s90)} | {cpu.sum():.1f} | {wall:.1f} |", flush=True)
+
+
+def n_clusters_h(labels):
+    return np.array([labels.max() + 1.0])
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--pgsm", action="store_true", help="only the OT-Gibbs vs OT-Gibbs + PGSM comparison")
     args = parser.parse_args()
+    if args.pgsm:
+        print(f"# bench_coupling --pgsm{' --quick' if args.quick else ''}: {platform.python_version()}, "
+              f"pymc {pm.__version__}, {os.cpu_count()} cores, load {os.getloadavg()[0]:.2f}")
+        pgsm_comparison(30 if args.quick else 100, 300 if args.quick else 1000)
+        return
     pairs = 30 if args.quick else 100
     caps = {"B.1 DPMM": 300 if args.quick else 1000, "gene": 200 if args.quick else 1000}
     print(f"# bench_coupling ({'quick' if args.quick else 'full'}): {platform.python_version()}, "

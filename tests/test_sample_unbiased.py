@@ -208,6 +208,42 @@ def test_a_dead_worker_is_replaced_and_its_pairs_rerun(tmp_path):
     assert np.array_equal(unbiased(serial)["n_clusters"].values, unbiased(pooled)["n_clusters"].values)
 
 
+def test_pgsm_moves_end_to_end_identical_on_a_process_pool(tmp_path):
+    model, parts, post = model_and_exact()
+    run = dict(RUN, pgsm={"moves": 2, "num_particles": 8})
+    serial = pmp.sample_unbiased(model, cores=1, **run)
+    ds = unbiased(serial)
+    assert serial["meeting"]["met"].values.all()
+    expected = dict(pgsm_moves=2, pgsm_num_particles=8, pgsm_resample_threshold=0.5, pgsm_num_anchors=2,
+                    pgsm_annealed=1, pgsm_anchor_proposal="uniform")
+    assert {key: ds.attrs[key] for key in expected} == expected
+    assert unbiased(load(save(serial, tmp_path / "pgsm.nc"))).attrs["pgsm_num_particles"] == 8
+    pool = unbiased(pmp.sample_unbiased(model, cores=2, **run))
+    gibbs = unbiased(pmp.sample_unbiased(model, cores=1, **RUN))
+    assert gibbs.attrs["pgsm_moves"] == 0 and "pgsm_num_particles" not in gibbs.attrs
+    for name in H:
+        assert np.array_equal(ds[name].values, pool[name].values)
+    assert not np.array_equal(ds["k"].values, gibbs["k"].values)  # the moves were made
+    # and the estimate is right (an int: that many moves with default settings)
+    result = pmp.sample_unbiased(model, h={"k": pmp.h.n_clusters}, n_pairs=400, k=1, m=4, pgsm=1, cores=1,
+                                 random_seed=5, progressbar=False, init="singletons")
+    row = pmp.summarize_unbiased(result).loc["k"]
+    assert abs(row["mean"] - post @ (parts.max(axis=1) + 1)) < 4 * row["se"]
+
+
+def test_pgsm_errors_name_the_problem():
+    model, _, _ = model_and_exact()
+    run = dict(k=1, m=2, cores=1, progressbar=False)
+    with pytest.raises(TypeError, match="pgsm must be None, a number of moves"):
+        pmp.sample_unbiased(model, pgsm="cluster", **run)
+    with pytest.raises(ValueError, match="anchor_proposal='uniform'"):
+        pmp.sample_unbiased(model, pgsm={"anchor_proposal": "cluster"}, **run)
+    with pytest.raises(ValueError, match="moves must be an integer >= 1"):
+        pmp.sample_unbiased(model, pgsm={"moves": 0}, **run)
+    with pytest.raises(ValueError, match="exceeds the number of items"):
+        pmp.sample_unbiased(model, pgsm={"num_anchors": N + 1}, **run)
+
+
 def test_dask_local_cluster_gives_the_same_results():
     """Last in this file: Dask leaves threads behind, and forking a threaded process is unsafe."""
     distributed = pytest.importorskip("distributed")  # the "dask" extra; CI installs it

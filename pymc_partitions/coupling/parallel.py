@@ -24,6 +24,7 @@ import numpy as np
 
 from ..families.kernels import FamilyPack
 from ..priors import sample_sequential
+from .split_merge import GibbsPGSM
 from .sweep import GibbsSweeps
 from .unbiased import PairResult, run_pair
 
@@ -34,7 +35,9 @@ INITS = ("prior", "singletons", "one_block")
 
 @dataclass
 class UnbiasedJob:
-    """Everything one pair needs; ``h`` maps canonical labels to a flat float vector."""
+    """Everything one pair needs; ``h`` maps canonical labels to a flat float vector. ``pgsm``:
+    None (Gibbs sweeps only) or settings of :func:`.split_merge.pgsm_settings` (then each
+    iteration adds CRN-coupled PGSM moves, :class:`.split_merge.GibbsPGSM`)."""
 
     pack: FamilyPack
     prior_code: int
@@ -48,6 +51,7 @@ class UnbiasedJob:
     eps: float = 0.0
     init: object = "prior"
     record_distance: bool = False
+    pgsm: dict | None = None
 
     def initial_labels(self, rng):
         n = self.pack.data.shape[0]
@@ -62,6 +66,8 @@ class UnbiasedJob:
     def run(self, seed: np.random.SeedSequence) -> PairResult:
         rng = np.random.default_rng(seed)
         kernel = GibbsSweeps(self.pack, self.prior_code, self.prior_params, self.coupling, self.eps)
+        if self.pgsm is not None:
+            kernel = GibbsPGSM(kernel, **self.pgsm)
         x0, y0 = self.initial_labels(rng), self.initial_labels(rng)
         return run_pair(kernel, self.h, x0, y0, rng, self.k, self.m, self.lag, self.max_iter, self.record_distance)
 

@@ -17,6 +17,7 @@ import xarray as xr
 
 from ..coupling.functions import largest_proportion, n_clusters
 from ..coupling.parallel import INITS, UnbiasedJob, run_pairs
+from ..coupling.split_merge import pgsm_settings
 from ..coupling.sweep import COUPLINGS
 from ..coupling.unbiased import suggest_k_m
 from .compat import made_group, new_result
@@ -116,14 +117,15 @@ def sample_unbiased(model=None, h=None, n_pairs: int | None = 100, coupling: str
                     k: int | None = None, m: int | None = None, max_iter: int = 10_000, cores: int | None = None,
                     executor=None, random_seed=None, progressbar: bool = True, eps: float = 0.0,
                     init="prior", time_budget: float | None = None, record_distance: bool = False,
-                    pilot_pairs: int = 20, mp_ctx=None):
+                    pilot_pairs: int = 20, mp_ctx=None, pgsm=None):
     """Unbiased estimates of E[h(partition) | data] from pairs of coupled Gibbs chains.
 
     Each pair runs two lagged collapsed-Gibbs chains whose per-item draws are coupled (by default
     with the optimal transport coupling of seed 000) until they meet, and returns the unbiased
     estimator H_{k:m} of Jacob, O'Leary & Atchadé (2020). Pairs are independent, so they run in
     parallel; their average is unbiased with an honest standard error
-    (:func:`summarize_unbiased`).
+    (:func:`summarize_unbiased`). With ``pgsm``, each iteration also applies Particle Gibbs
+    Split-Merge moves to both chains with common random numbers.
 
     Parameters
     ----------
@@ -163,13 +165,35 @@ def sample_unbiased(model=None, h=None, n_pairs: int | None = 100, coupling: str
         Pairs of the pilot run that chooses ``k`` and ``m`` when they are not given.
     mp_ctx : str or multiprocessing context, optional
         Start method of the default process pool, as in ``pm.sample``.
+    pgsm : int or dict, optional
+        None (default): Gibbs sweeps only. An int: that many PGSM moves per iteration after the
+        coupled Gibbs sweep, with default settings. A dict: ``moves`` (default 1) and any of
+        ``num_particles`` (20), ``resample_threshold`` (0.5), ``num_anchors`` (2), ``annealed``
+        (True); anchors are uniform (informed proposals adapt per chain and cannot be coupled).
+        Both chains' moves use the same random numbers
+        (:class:`pymc_partitions.coupling.split_merge.GibbsPGSM`). An iteration then costs more;
+        compare meeting times in seconds, not iterations.
 
     Returns
     -------
     arviz.InferenceData or xarray.DataTree
         The type ``pm.sample`` returns. Group ``unbiased``: one variable per function, dims
         ``pair`` + the function's dims. Group ``meeting``: ``tau``, ``met``, ``iterations``,
-        ``seconds``, ``status`` (and ``distance``) per pair. Both carry the settings as attrs.
+        ``seconds``, ``status`` (and ``distance``) per pair. Both carry the settings as attrs
+        (with ``pgsm_moves``, 0 without PGSM, and the other ``pgsm_*`` settings).
+
+    Examples
+    --------
+    >>> import pymc as pm, pymc_partitions as pmp
+    >>> with pm.Model() as model:
+    ...     z = pmp.Partition("z", pmp.CRP(1.0), n=6)
+    ...     _ = pmp.NormalNormal("y", partition=z, mu0=0.0, sigma0=2.0, sigma=1.0,
+    ...                          observed=[-1.2, -0.9, -1.1, 1.0, 1.3, 0.8])
+    >>> result = pmp.sample_unbiased(model, n_pairs=4, k=1, m=5, cores=1, random_seed=0,
+    ...                              progressbar=False, pgsm={"moves": 2, "num_particles": 10})
+    >>> attrs = result["unbiased"].attrs
+    >>> attrs["pgsm_moves"], attrs["pgsm_num_particles"], bool(result["meeting"]["met"].all())
+    (2, 10, True)
     """
     model = pm.modelcontext(model)
     if coupling not in COUPLINGS:
@@ -183,12 +207,13 @@ def sample_unbiased(model=None, h=None, n_pairs: int | None = 100, coupling: str
         raise ValueError(f"n_pairs must be a positive integer, got {n_pairs}")
     rv = _partition_of(model)
     terms = PartitionTerms(model, rv)
+    pgsm = pgsm_settings(pgsm, terms.n)
     prior_params, pack = terms.kernel_inputs(model.initial_point())
     terms.check_prior_params(prior_params)
     functions = _functions(h, pack, terms.prior_code, prior_params)
     stacked = _StackedH(functions, terms.n)
     job = UnbiasedJob(pack, terms.prior_code, prior_params, stacked, 0, 0, int(lag), int(max_iter), coupling,
-                      float(eps), init, bool(record_distance))
+                      float(eps), init, bool(record_distance), pgsm)
     root = random_seed if isinstance(random_seed, np.random.SeedSequence) else np.random.SeedSequence(random_seed)
     main_seed, pilot_seed = root.spawn(2)
     pilot_k_m = None
@@ -220,7 +245,11 @@ def sample_unbiased(model=None, h=None, n_pairs: int | None = 100, coupling: str
         "k_m_from_pilot": "no" if pilot_k_m is None else f"yes ({pilot_pairs} pilot pairs)",
         "workers": report.workers, "executor": type(executor).__name__ if executor is not None else "process pool",
         "interrupted": int(report.interrupted), "seconds": report.seconds,
+        "pgsm_moves": 0 if pgsm is None else pgsm["moves"],
     }
+    if pgsm is not None:  # netCDF attrs: numbers and strings only
+        settings.update({f"pgsm_{key}": int(v) if isinstance(v, bool) else v
+                         for key, v in pgsm.items() if key != "moves"})
     return _result(report, stacked, settings, record_distance)
 
 
