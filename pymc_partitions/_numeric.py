@@ -56,6 +56,11 @@ def inverse_cdf(p, count, u):
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 
 
+def draw_seed(rng: np.random.Generator) -> np.uint64:
+    """A 64-bit seed for the counter-based uniforms, from a numpy Generator."""
+    return np.uint64(rng.integers(0, 2**64, dtype=np.uint64))
+
+
 @numba.njit(cache=True)
 def mix64(z):
     """SplitMix64's output function (a bijection of uint64 with full avalanche)."""

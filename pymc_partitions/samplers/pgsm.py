@@ -46,7 +46,7 @@ import math
 import numba
 import numpy as np
 
-from .._numeric import inverse_cdf, keyed_bits, keyed_uniform, stream_key
+from .._numeric import draw_seed, inverse_cdf, keyed_bits, keyed_uniform, stream_key
 from ..families.kernels import FamilyPack, pack_init, pack_log_marginal, pack_log_preds, pack_update
 from ..partition import canonicalize_into
 from ..priors import log_join_weight, log_new_weight
@@ -312,11 +312,7 @@ def pgsm_random_numbers(rng: np.random.Generator, n: int, num_anchors: int = 2):
     resamples it, and one more picks the output. So a move draws only what it uses, and two
     states given the same randomness use the same numbers at the same (step, particle)."""
     anchors = rng.choice(n, size=num_anchors, replace=False).astype(np.int64)
-    return anchors, _draw_seed(rng)
-
-
-def _draw_seed(rng):
-    return np.uint64(rng.integers(0, 2**64, dtype=np.uint64))
+    return anchors, draw_seed(rng)
 
 
 def order_keys(seed, items):
@@ -484,7 +480,7 @@ class PGSMKernel:
             return pgsm_random_numbers(rng, n, self.num_anchors)
         if self.anchors is None:
             raise RuntimeError("the informed anchor proposal has no reference yet: call adapt(labels) or step()")
-        return self.anchors.draw(n, rng.random(6)), _draw_seed(rng)
+        return self.anchors.draw(n, rng.random(6)), draw_seed(rng)
 
     def move(self, labels, randomness):
         """One move with given random numbers: (canonical labels, info)."""

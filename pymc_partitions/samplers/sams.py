@@ -20,7 +20,7 @@ import math
 import numba
 import numpy as np
 
-from .._numeric import draw_log_weights, keyed_bits, keyed_uniform, stream_key
+from .._numeric import draw_log_weights, draw_seed, keyed_bits, keyed_uniform, stream_key
 from ..families.kernels import FamilyPack, pack_init, pack_log_marginal, pack_log_preds, pack_update
 from ..partition import canonicalize_into
 from ..priors import log_join_weight, log_new_weight
@@ -126,7 +126,7 @@ def sams_random_numbers(rng: np.random.Generator, n: int):
     """(pair of distinct items, 64-bit seed). The seed's counter-based uniforms
     (:mod:`pymc_partitions._numeric`) order the other items, allocate them and accept or reject."""
     pair = rng.choice(n, size=2, replace=False).astype(np.int64)
-    return pair, np.uint64(rng.integers(0, 2**64, dtype=np.uint64))
+    return pair, draw_seed(rng)
 
 
 def sams_move(labels, pack: FamilyPack, prior_code: int, prior_params, randomness):
