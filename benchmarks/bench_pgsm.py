@@ -409,7 +409,8 @@ def race_dataset(key, cfg):
     gibbs, kerns = GibbsKernel(pack, PRIOR.code, PRIOR.kernel_params()), movers(pack)
     moves, sweep = calibrate(gibbs, kerns, z, np.random.default_rng(7))
     main = race(pack, y_test, MAIN, cfg["seeds"], cfg["budget"], gibbs, kerns, moves)
-    explore = race(pack, y_test, EXPLORE, cfg["explore_seeds"], cfg["explore_budget"], gibbs, kerns, moves)
+    explore = race(pack, y_test, EXPLORE, cfg["explore_seeds"], cfg["explore_budget"], gibbs, kerns, moves) \
+        if cfg["explore_seeds"] else {}
     one = np.zeros(len(z), np.int64)
     truth_lj, truth_ho, start_lj, start_ho = lj(z, pack), heldout(z, pack, y_test), lj(one, pack), heldout(one, pack, y_test)
     best = max(r["trace"][:, 1].max() for res in (main, explore) for runs in res.values() for r in runs)
@@ -421,9 +422,11 @@ def race_dataset(key, cfg):
           f"{sweep * 1e3:.2f} ms CPU; split-merge moves costing about one sweep there: "
           + ", ".join(f"{MOVER_NAMES[k]} {v}" for k, v in moves.items()) + ".")
     race_table(main, target, cfg["budget"])
-    print("\nExploration (why PGSM does or does not win), same data and target:")
-    race_table(explore, target, cfg["explore_budget"])
-    race_plot(os.path.join(IMAGES, f"pgsm_race_{key}.png"), title, main, truth_lj, truth_ho, best, start_lj)
+    if explore:
+        print("\nExploration (why PGSM does or does not win), same data and target:")
+        race_table(explore, target, cfg["explore_budget"])
+    suffix = "" if cfg["race_n"] == SETTINGS["full"]["race_n"] else f"_n{cfg['race_n']}"
+    race_plot(os.path.join(IMAGES, f"pgsm_race_{key}{suffix}.png"), title, main, truth_lj, truth_ho, best, start_lj)
 
 
 # ----------------------------------------------------------------------------- 3. greediness
@@ -461,18 +464,29 @@ def greediness(reps, cap=200):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="fewer seeds and shorter CPU budgets (about a minute)")
+    ap.add_argument("--races-only", action="store_true", help="only the CPU-time races (section 2)")
+    ap.add_argument("--race-n", type=int, help="training points in the races (default 1500)")
+    ap.add_argument("--budget", type=float, help="CPU seconds per chain in the main races (default 3)")
+    ap.add_argument("--seeds", type=int, help="chain seeds in the main races (default 5)")
     args = ap.parse_args()
-    cfg = SETTINGS["quick" if args.quick else "full"]
+    cfg = dict(SETTINGS["quick" if args.quick else "full"])
+    for key in ("race_n", "budget", "seeds"):
+        if getattr(args, key) is not None:
+            cfg[key] = getattr(args, key)
+    if args.race_n is not None:
+        cfg["explore_seeds"] = 0  # a larger data set: the main race only
     w0, c0 = time.perf_counter(), time.process_time()
     print(f"# bench_pgsm ({'quick' if args.quick else 'full'}) {time.strftime('%Y-%m-%d %H:%M')}, "
           f"{os.cpu_count()} cores, Python {platform.python_version()}, numpy {np.__version__}, "
           f"numba {numba.__version__}, load average at start {os.getloadavg()[0]:.2f}")
     warm_up()
-    timing_table(cfg)
-    print("\n## 2. CPU-time races from one block (mean ± sd over seeds)")
+    if not args.races_only:
+        timing_table(cfg)
+    print(f"\n## 2. CPU-time races from one block (mean ± sd over seeds), n = {cfg['race_n']}")
     for key in ("gaussian", "bernoulli"):
         race_dataset(key, cfg)
-    greediness(cfg["greedy_reps"])
+    if not args.races_only:
+        greediness(cfg["greedy_reps"])
     print(f"\nTotal: {time.perf_counter() - w0:.0f} s wall, {time.process_time() - c0:.0f} s CPU; "
           f"load average at end {os.getloadavg()[0]:.2f}.")
 
