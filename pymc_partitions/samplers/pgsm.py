@@ -82,18 +82,11 @@ def _exp_weights(x, count):
 def _normalise(logw, w):
     """Normalised weights into ``w``; returns the relative ESS (0 if every weight is 0)."""
     n = logw.shape[0]
-    top = -np.inf
     for p in range(n):
-        if logw[p] > top:
-            top = logw[p]
-    if top == -np.inf:
-        for p in range(n):
-            w[p] = 0.0
+        w[p] = logw[p]
+    _, s = _exp_weights(w, n)
+    if s == 0.0:
         return 0.0
-    s = 0.0
-    for p in range(n):
-        w[p] = math.exp(logw[p] - top)
-        s += w[p]
     ss = 0.0
     for p in range(n):
         w[p] /= s
