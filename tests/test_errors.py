@@ -153,7 +153,7 @@ def test_step_argument_errors():
         pmp.NormalNormal("y", partition=z, sigma0=beta, observed=Y)
         with pytest.raises(TypeError, match="'x' is not a pmp.Partition"):
             pmp.CollapsedGibbs([x])
-        with pytest.raises(ValueError, match="sweeps must be a positive integer"):
+        with pytest.raises(ValueError, match="CollapsedGibbs: sweeps must be an integer >= 1, got 0"):
             pmp.CollapsedGibbs([z], sweeps=0)
         with pytest.raises(ValueError, match="'beta' must be the alpha or discount"):
             pmp.PriorSlice([beta])

@@ -46,6 +46,11 @@ Differences handled here
    ``az.from_netcdf`` *is* ``xarray.open_datatree``. Both write one netCDF4/HDF5 group
    per ArviZ group, so a file written by either loads with either. See :func:`save`,
    :func:`load`.
+6. Starting values. ``pm.sample(initvals=...)`` turns a value into the variable's dtype with
+   ``pt.as_tensor(value).astype(dtype)`` in ``pymc.initial_point.make_initial_point_expression``
+   (same keyword-only signature in both lines), so labels ``0.5`` silently become ``0``.
+   :func:`guard_initvals` wraps that function so that an op with a ``check_initval(rv, value)``
+   method sees the value first.
 """
 
 from __future__ import annotations
@@ -71,6 +76,7 @@ __all__ = [
     "CompoundStep",
     "Competence",
     "STEP_METHODS",
+    "guard_initvals",
     "ChainSetupMixin",
     "setup_chain",
     "get_random_generator",
@@ -154,6 +160,31 @@ def setup_chain(step, rng=None, tune: int = 0, draws: int = 0) -> None:
         step.setup_chain(rng, tune, draws)
     else:
         step.set_rng(rng)
+
+
+def guard_initvals() -> None:
+    """Let random-variable ops refuse starting values before PyMC casts them (difference 6).
+
+    Idempotent. ``pymc.initial_point.make_initial_point_fn`` looks the wrapped function up in
+    its module at call time, so ``pm.sample``, ``model.initial_point()`` and
+    ``pm.sample(initvals=...)`` all pass through it.
+    """
+    import pymc.initial_point as initial_point  # noqa: PLC0415
+
+    original = initial_point.make_initial_point_expression
+    if getattr(original, "_pmp_guard", False):
+        return
+
+    def make_initial_point_expression(*args, initval_strategies=None, **kwargs):
+        for rv, strategy in (initval_strategies or {}).items():
+            check = getattr(getattr(rv.owner, "op", None), "check_initval", None)
+            if check is not None:
+                check(rv, strategy)
+        return original(*args, initval_strategies=initval_strategies, **kwargs)
+
+    make_initial_point_expression._pmp_guard = True
+    make_initial_point_expression.__wrapped__ = original
+    initial_point.make_initial_point_expression = make_initial_point_expression
 
 
 # ---------------------------------------------------------------------------------------

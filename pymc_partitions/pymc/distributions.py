@@ -55,6 +55,14 @@ class PartitionRV(RandomVariable):
     def _supp_shape_from_params(self, dist_params, param_shapes=None):
         return (dist_params[3],)
 
+    def check_initval(self, rv, strategy):
+        """Refuse a starting value PyMC would otherwise cast silently (``0.5`` -> ``0``) or that lies
+        outside the prior's support; called by :func:`~.compat.guard_initvals` before PyMC does."""
+        if strategy is None or isinstance(strategy, (str, Variable)):
+            return
+        labels = check_labels(rv.name, strategy, partition_size(rv))
+        _check_support(rv.name, labels, int(constant_value(rv.owner.inputs[-2])))
+
     def rng_fn(self, rng, alpha, discount, k, n, size=None):
         code = FINITE_DIRICHLET if k > 0 else PITMAN_YOR
         params = np.array([alpha, discount, k], dtype=np.float64)
@@ -88,7 +96,9 @@ class Partition(pm.Discrete):
     n : int
         Number of items.
     initval : {"one_block", "singletons", "prior"} or array, default "one_block"
-        Starting partition for sampling.
+        Starting partition for sampling. It must lie in the prior's support: with
+        ``FiniteDirichlet(alpha, k)`` at most ``k`` blocks (``"singletons"`` needs ``n <= k``).
+        Labels given here or through ``pm.sample(initvals=...)`` must be integers in [0, n).
 
     Examples
     --------
@@ -103,7 +113,18 @@ class Partition(pm.Discrete):
 
     def __new__(cls, name, prior, n, *args, initval="one_block", **kwargs):
         n = _check_n(n)
+        if kwargs.get("size") is not None:
+            raise TypeError(f"Partition {name!r}: size is not supported (one partition per variable; use n=)")
+        shape = kwargs.get("shape")
+        if shape is not None and tuple(np.atleast_1d(shape)) != (n,):
+            raise ValueError(f"Partition {name!r}: shape must be (n,) = ({n},), got {shape!r}")
+        if isinstance(prior, PartitionPrior) and prior.k > 0 and isinstance(initval, str) and initval == "singletons" \
+                and n > prior.k:
+            raise ValueError(f"Partition {name!r}: initval='singletons' has n={n} blocks but the FiniteDirichlet prior "
+                             f"allows at most k={prior.k}")
         initval = _partition_initval(name, initval, n)
+        if isinstance(initval, np.ndarray) and isinstance(prior, PartitionPrior):
+            _check_support(name, initval, prior.k)
         return super().__new__(cls, name, prior, n, *args, initval=initval, **kwargs)
 
     @classmethod
@@ -169,6 +190,15 @@ def check_labels(name, labels, n):
     return arr
 
 
+def _check_support(name, labels, k):
+    """Refuse labels with more blocks than a finite-Dirichlet prior's ``k`` (prior probability 0)."""
+    if k > 0:
+        n_blocks = int(np.unique(labels).size)
+        if n_blocks > k:
+            raise ValueError(f"Partition {name!r}: the starting labels have {n_blocks} blocks but the "
+                             f"FiniteDirichlet prior allows at most k={k} (outside the prior's support)")
+
+
 def partition_size(partition) -> int:
     """n of a Partition random variable."""
     return int(constant_value(partition.owner.inputs[-1]))
@@ -182,10 +212,20 @@ def is_partition(var) -> bool:
 
 
 class CollapsedLikelihoodRV(RandomVariable):
-    """Base op: data (n, D) given labels (first parameter) with cluster parameters integrated out."""
+    """Base op: data (n, D) given labels (first parameter) with cluster parameters integrated out.
+
+    The first hyperparameter of every family is a length-D vector (``mu0`` or ``a``), so D is
+    fixed when the model is built (:meth:`data_dim`).
+    """
 
     dtype = "floatX"
     family_code: int = -1
+
+    @staticmethod
+    def data_dim(rv):
+        """The data dimension D the likelihood ``rv`` was built for."""
+        dim = rv.owner.inputs[3].type.shape[-1]
+        return None if dim is None else int(dim)
 
     def kernel_part(self, data, *hyper):
         """(family code, data, hyper vector) for the compiled kernels, from numeric values."""
@@ -264,33 +304,68 @@ def _check_partition(name, partition):
     return partition_size(partition)
 
 
-def _check_observed(name, observed, n, *, binary=False):
-    if observed is None:
-        raise TypeError(f"{name!r}: a collapsed likelihood needs observed data (observed=...)")
-    if isinstance(observed, Variable):
-        value = constant_value(observed)
-        if value is None:
-            raise TypeError(f"{name!r}: observed must be data (array or pm.Data), not a random variable")
-    else:
-        value = observed
+def check_data(name, value, n, *, binary=False, dim=None) -> np.ndarray:
+    """Observed data of likelihood ``name`` as a float64 (n, D) array, or a clear error.
+
+    The one check of data values: at model construction and whenever ``pm.set_data`` gives a
+    likelihood new values (:class:`~pymc_partitions.pymc.terms.PartitionTerms` calls it again).
+    """
     try:
         value = np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError):
-        raise TypeError(f"{name!r}: observed must be numeric, got {type(observed).__name__}") from None
+        raise TypeError(f"{name!r}: observed must be numeric, got {type(value).__name__}") from None
     if value.ndim == 1:
         value = value[:, None]
     if value.ndim != 2:
         raise ValueError(f"{name!r}: observed must be 1-d or 2-d (n, D), got shape {value.shape}")
     if value.shape[0] != n:
         raise ValueError(f"{name!r}: observed has {value.shape[0]} rows but the partition has n={n} items")
+    if dim is not None and value.shape[1] != dim:
+        raise ValueError(f"{name!r}: observed has {value.shape[1]} columns but the model was built for D={dim}; "
+                         "pm.set_data cannot change D (the hyperparameters have length D): rebuild the model")
     if not np.all(np.isfinite(value)):
         bad = int(np.sum(~np.isfinite(value)))
         raise ValueError(f"{name!r}: observed contains {bad} NaN or infinite values")
     if binary and not np.all((value == 0) | (value == 1)):
-        raise ValueError(f"{name!r}: BetaBernoulli data must be 0/1, got values {np.unique(value)[:5]}")
-    if isinstance(observed, Variable) and observed.ndim == value.ndim:
-        return observed
+        bad = int(np.sum((value != 0) & (value != 1)))
+        raise ValueError(f"{name!r}: BetaBernoulli data must be 0/1, got {bad} other values")
     return value
+
+
+def _check_observed(name, observed, n, *, binary=False):
+    """(what PyMC gets as ``observed``, its current value as (n, D) floats).
+
+    Data given as ``pm.Data`` stay symbolic, so that ``pm.set_data`` reaches the model's logp and
+    the step methods (which validate new values with :func:`check_data`). 1-d data become a
+    column; binary data that are not 0/1 become -1 before PyMC casts them to integers, so that a
+    0.5 cannot be truncated to a valid 0 (the logp is then -inf).
+    """
+    if observed is None:
+        raise TypeError(f"{name!r}: a collapsed likelihood needs observed data (observed=...)")
+    if not isinstance(observed, Variable):
+        return None, check_data(name, observed, n, binary=binary)
+    value = constant_value(observed)
+    if value is None:
+        raise TypeError(f"{name!r}: observed must be data (array or pm.Data), not a random variable")
+    value = check_data(name, value, n, binary=binary)
+    symbolic_data = pt.as_tensor_variable(observed)
+    if symbolic_data.ndim == 1:
+        symbolic_data = pt.shape_padright(symbolic_data)
+    if binary:
+        symbolic_data = pt.switch(pt.eq(symbolic_data, 0) | pt.eq(symbolic_data, 1), symbolic_data, -1)
+    return symbolic_data, value
+
+
+def _check_representable(name, op, value, hyper):
+    """Refuse, at model construction, data and fixed hyperparameters whose sufficient statistics or
+    log densities overflow or underflow in the kernels (``FamilyPack.build`` checks them); with
+    random hyperparameters the check runs when the step methods read their values."""
+    if any(isinstance(h, Variable) for h in hyper):
+        return
+    try:
+        kernels.FamilyPack.build([op.kernel_part(value, *hyper)], n=value.shape[0])
+    except ValueError as err:
+        raise ValueError(f"{name!r}: {err}") from None
 
 
 def _vector(name, arg, value, dim, *, positive=False):
@@ -354,17 +429,19 @@ class NormalNormal(pm.Continuous):
 
     def __new__(cls, name, partition, mu0=0.0, sigma0=1.0, sigma=1.0, *, cov0=None, cov=None, observed=None, **kwargs):
         n = _check_partition(name, partition)
-        obs = _check_observed(name, observed, n)
-        dim = int(np.shape(constant_value(obs) if isinstance(obs, Variable) else obs)[1])
+        symbolic_data, value = _check_observed(name, observed, n)
+        obs = value if symbolic_data is None else symbolic_data
+        dim = value.shape[1]
         mu0 = _vector(name, "mu0", mu0, dim)
         if cov0 is not None or cov is not None:
             if cov0 is None or cov is None:
                 raise ValueError(f"{name!r}: give both cov0 and cov for full covariances")
-            return _NormalNormalFull(name, partition, mu0, _spd(name, "cov0", cov0, dim), _spd(name, "cov", cov, dim),
-                                     observed=obs, **kwargs)
-        s0 = _vector(name, "sigma0", sigma0, dim, positive=True)
-        s = _vector(name, "sigma", sigma, dim, positive=True)
-        return super().__new__(cls, name, partition, mu0, s0, s, observed=obs, **kwargs)
+            hyper = (mu0, _spd(name, "cov0", cov0, dim), _spd(name, "cov", cov, dim))
+            _check_representable(name, _NormalNormalFull.rv_op, value, hyper)
+            return _NormalNormalFull(name, partition, *hyper, observed=obs, **kwargs)
+        hyper = (mu0, _vector(name, "sigma0", sigma0, dim, positive=True), _vector(name, "sigma", sigma, dim, positive=True))
+        _check_representable(name, cls.rv_op, value, hyper)
+        return super().__new__(cls, name, partition, *hyper, observed=obs, **kwargs)
 
     @classmethod
     def dist(cls, partition, mu0, sigma0, sigma, **kwargs):
@@ -413,14 +490,15 @@ class NormalInverseWishart(pm.Continuous):
 
     def __new__(cls, name, partition, mu0=0.0, kappa0=1.0, nu0=None, scale0=None, *, observed=None, **kwargs):
         n = _check_partition(name, partition)
-        obs = _check_observed(name, observed, n)
-        dim = int(np.shape(constant_value(obs) if isinstance(obs, Variable) else obs)[1])
+        symbolic_data, value = _check_observed(name, observed, n)
+        obs = value if symbolic_data is None else symbolic_data
+        dim = value.shape[1]
         nu0 = dim + 2.0 if nu0 is None else nu0
         scale0 = np.eye(dim) if scale0 is None else scale0
-        return super().__new__(
-            cls, name, partition, _vector(name, "mu0", mu0, dim), _scalar(name, "kappa0", kappa0, greater=0.0),
-            _scalar(name, "nu0", nu0, greater=dim - 1.0), _spd(name, "scale0", scale0, dim), observed=obs, **kwargs,
-        )
+        hyper = (_vector(name, "mu0", mu0, dim), _scalar(name, "kappa0", kappa0, greater=0.0),
+                 _scalar(name, "nu0", nu0, greater=dim - 1.0), _spd(name, "scale0", scale0, dim))
+        _check_representable(name, cls.rv_op, value, hyper)
+        return super().__new__(cls, name, partition, *hyper, observed=obs, **kwargs)
 
     @classmethod
     def dist(cls, partition, mu0, kappa0, nu0, scale0, **kwargs):
@@ -452,14 +530,12 @@ class BetaBernoulli(pm.Discrete):
 
     def __new__(cls, name, partition, a=1.0, b=1.0, *, observed=None, **kwargs):
         n = _check_partition(name, partition)
-        obs = _check_observed(name, observed, n, binary=True)
-        dim = int(np.shape(constant_value(obs) if isinstance(obs, Variable) else obs)[1])
-        if not isinstance(obs, Variable):
-            obs = obs.astype(np.int64)
-        return super().__new__(
-            cls, name, partition, _vector(name, "a", a, dim, positive=True), _vector(name, "b", b, dim, positive=True),
-            observed=obs, **kwargs,
-        )
+        symbolic_data, value = _check_observed(name, observed, n, binary=True)
+        obs = value.astype(np.int64) if symbolic_data is None else symbolic_data
+        dim = value.shape[1]
+        hyper = (_vector(name, "a", a, dim, positive=True), _vector(name, "b", b, dim, positive=True))
+        _check_representable(name, cls.rv_op, value, hyper)
+        return super().__new__(cls, name, partition, *hyper, observed=obs, **kwargs)
 
     @classmethod
     def dist(cls, partition, a, b, **kwargs):

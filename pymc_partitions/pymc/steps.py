@@ -12,12 +12,13 @@ import math
 import numpy as np
 import pymc as pm
 
+from .. import _checks
 from ..priors import PITMAN_YOR, log_eppf_sizes
 from ..samplers.concentration import escobar_west
 from ..samplers.gibbs import gibbs_sweeps
 from ..samplers.pgsm import PGSMKernel
 from ..samplers.sams import SAMSKernel
-from .compat import STEP_METHODS, BlockedStep, ChainSetupMixin, Competence, ancestors
+from .compat import STEP_METHODS, BlockedStep, ChainSetupMixin, Competence, ancestors, guard_initvals
 from .distributions import constant_value, is_partition
 from .terms import PartitionTerms, _resolve_rv
 
@@ -91,10 +92,8 @@ class CollapsedGibbs(_PartitionStep):
     stats_dtypes_shapes = {"n_clusters": (np.int64, []), "log_joint": (np.float64, [])}
 
     def __init__(self, vars=None, model=None, sweeps=1, rng=None, blocked=None, **kwargs):
-        if int(sweeps) < 1:
-            raise ValueError(f"CollapsedGibbs: sweeps must be a positive integer, got {sweeps!r}")
+        self.sweeps = _checks.integer("sweeps", sweeps, low=1, owner="CollapsedGibbs")
         super().__init__(vars, model, rng)
-        self.sweeps = int(sweeps)
 
     def step(self, point):
         labels, prior_params, pack = self._inputs(point)
@@ -112,9 +111,7 @@ class CollapsedGibbs(_PartitionStep):
 
 
 def _check_moves(step_name, moves):
-    if int(moves) != moves or int(moves) < 1:
-        raise ValueError(f"{step_name}: moves must be a positive integer, got {moves!r}")
-    return int(moves)
+    return _checks.integer("moves", moves, low=1, owner=step_name)
 
 
 class PGSM(_PartitionStep):
@@ -177,9 +174,10 @@ class PGSM(_PartitionStep):
                  blocked=None, **kwargs):
         super().__init__(vars, model, rng)
         self.moves = _check_moves("PGSM", moves)
-        if adapt_iterations is not None and int(adapt_iterations) < 0:
-            raise ValueError(f"PGSM: adapt_iterations must be >= 0, got {adapt_iterations!r}")
-        self.adapt_iterations = 2**62 if adapt_iterations is None else int(adapt_iterations)
+        self.adapt_iterations = 2**62 if adapt_iterations is None else _checks.integer(
+            "adapt_iterations", adapt_iterations, low=0, owner="PGSM")
+        _checks.integer("num_anchors", num_anchors, low=2, high=self.terms.n, owner=f"PGSM on {self.terms.name!r} "
+                        f"(n={self.terms.n})")
         self.settings = dict(num_particles=num_particles, resample_threshold=resample_threshold,
                              num_anchors=num_anchors, annealed=annealed, anchor_proposal=anchor_proposal,
                              threshold=threshold)
@@ -388,7 +386,9 @@ class PriorSlice(ChainSetupMixin, BlockedStep):
     vars : list
         One variable: the alpha or discount of a Partition prior.
     width : float, default 1.0
-        Initial slice width on the unconstrained scale.
+        Initial slice width on the unconstrained scale, finite and > 0.
+    max_steps : int, default 50
+        Cap on the stepping-out steps per draw (a positive integer).
 
     Examples
     --------
@@ -424,8 +424,8 @@ class PriorSlice(ChainSetupMixin, BlockedStep):
         params = model.replace_rvs_by_values([alpha, discount])
         self._fn = model.compile_fn([own_logp, *params], inputs=model.value_vars, on_unused_input="ignore",
                                     point_fn=True)
-        self.width = float(width)
-        self.max_steps = int(max_steps)
+        self.width = _checks.real("width", width, low=0.0, low_open=True, owner="PriorSlice")
+        self.max_steps = _checks.integer("max_steps", max_steps, low=1, owner="PriorSlice")
         self.rng = np.random.default_rng(rng)
 
     def _logp(self, point, value, sizes):
@@ -448,7 +448,11 @@ class PriorSlice(ChainSetupMixin, BlockedStep):
         sizes = sizes[sizes > 0].astype(np.int64)
         x0 = float(point[self.value_name])
         evals = 1
-        level = self._logp(point, x0, sizes) + math.log(self.rng.random())
+        current = self._logp(point, x0, sizes)
+        if not np.isfinite(current):
+            raise ValueError(f"PriorSlice: {self.value_name!r} = {x0!r} has log density {current} at the current "
+                             "partition: the starting value is outside the support")
+        level = current + math.log1p(-self.rng.random())  # log of a uniform on (0, 1]
         left = x0 - self.width * self.rng.random()
         right = left + self.width
         j = int(self.max_steps * self.rng.random())
@@ -461,10 +465,13 @@ class PriorSlice(ChainSetupMixin, BlockedStep):
             right += self.width
             k -= 1
             evals += 1
-        while True:
+        while True:  # shrinkage ends: the interval closes on x0, whose log density is above the level
             x1 = left + (right - left) * self.rng.random()
             evals += 1
             if self._logp(point, x1, sizes) > level:
+                break
+            if right - left <= 4.0 * np.spacing(abs(x0)):  # rounding: only x0 itself is left
+                x1 = x0
                 break
             if x1 < x0:
                 left = x1
@@ -479,6 +486,8 @@ class PriorSlice(ChainSetupMixin, BlockedStep):
 
 
 def register():
-    """Let ``pm.sample`` assign :class:`CollapsedGibbs` to Partition variables automatically."""
+    """Let ``pm.sample`` assign :class:`CollapsedGibbs` to Partition variables automatically, and
+    check Partition starting values before PyMC casts them (:func:`~.compat.guard_initvals`)."""
     if CollapsedGibbs not in STEP_METHODS:
         STEP_METHODS.append(CollapsedGibbs)
+    guard_initvals()

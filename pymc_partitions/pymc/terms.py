@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import numpy as np
 import pymc as pm
+import pytensor
+from pytensor.compile.sharedvalue import SharedVariable
 
-from ..families.kernels import FamilyPack
+from ..families.kernels import BETA_BERNOULLI, FamilyPack
 from ..priors import FINITE_DIRICHLET, PITMAN_YOR
 from .compat import ancestors
-from .distributions import CollapsedLikelihoodRV, constant_value, is_partition, partition_size
+from .distributions import CollapsedLikelihoodRV, check_data, constant_value, is_partition, partition_size
 
 __all__ = ["PartitionTerms"]
 
@@ -27,6 +29,46 @@ def _resolve_rv(model, var):
     if var in model.rvs_to_values:
         return var
     raise ValueError(f"{var} is not a variable of this model")
+
+
+class ObservedData:
+    """The current data of one collapsed likelihood, validated.
+
+    Fixed data are read once. Data that depend on ``pm.Data`` are read again, and validated
+    again with :func:`~.distributions.check_data`, whenever ``pm.set_data`` has replaced a value
+    (``set_value`` stores a new array: comparing the stored objects costs O(1) per draw), so the
+    steps never use stale data; the number of rows and columns must stay as the model was built.
+    """
+
+    def __init__(self, model, likelihood, n):
+        expr = model.rvs_to_values[likelihood]
+        self.name = likelihood.name
+        self.n = n
+        self.binary = likelihood.owner.op.family_code == BETA_BERNOULLI
+        self.dim = likelihood.owner.op.data_dim(likelihood)
+        self.shared = [v for v in ancestors([expr]) if isinstance(v, SharedVariable)]
+        self._read = pytensor.function([], expr) if self.shared else None
+        self._stored = None
+        self.value = None if self.shared else self._check(constant_value(expr))
+        self.current()
+        self.dim = self.value.shape[1]
+
+    def _check(self, value):
+        return check_data(self.name, value, self.n, binary=self.binary, dim=self.dim)
+
+    def current(self):
+        """(data (n, D) float64, True if they changed since the last call)."""
+        if self._read is None:
+            return self.value, False
+        stored = [v.get_value(borrow=True) for v in self.shared]
+        if self._stored is not None and all(a is b for a, b in zip(stored, self._stored)):
+            return self.value, False
+        masked = sum(int(np.ma.count_masked(v)) for v in stored if np.ma.isMaskedArray(v))
+        if masked:  # PyMC 6's pm.set_data masks NaN: refuse as check_data would
+            raise ValueError(f"{self.name!r}: observed contains {masked} NaN or infinite values")
+        self.value = self._check(self._read())
+        self._stored = stored
+        return self.value, True
 
 
 class PartitionTerms:
@@ -52,8 +94,7 @@ class PartitionTerms:
         self._check_no_other_dependents(model, rv)
 
         self._ops = [obs.owner.op for obs in self.likelihoods]
-        self._data = [np.asarray(constant_value(model.rvs_to_values[obs]), np.float64) for obs in self.likelihoods]
-        self._data = [d[:, None] if d.ndim == 1 else d for d in self._data]
+        self._data = [ObservedData(model, obs, self.n) for obs in self.likelihoods]
         hyper = [alpha, discount] + [p for obs in self.likelihoods for p in obs.owner.inputs[3:]]
         self._n_hyper = [len(obs.owner.inputs) - 3 for obs in self.likelihoods]
         values = [constant_value(h) for h in hyper]
@@ -90,12 +131,17 @@ class PartitionTerms:
         alpha, discount = float(values[0]), float(values[1])
         prior_params = np.array([alpha, discount, self.k], np.float64)
         key = tuple(np.asarray(v).tobytes() for v in values[2:])
-        if key != self._cache_key:
+        data = [obs.current() for obs in self._data]
+        if key != self._cache_key or any(changed for _, changed in data):
             parts, at = [], 2
-            for op, data, m in zip(self._ops, self._data, self._n_hyper):
-                parts.append(op.kernel_part(data, *values[at : at + m]))
+            for op, (value, _), m in zip(self._ops, data, self._n_hyper):
+                parts.append(op.kernel_part(value, *values[at : at + m]))
                 at += m
-            self._cache = FamilyPack.build(parts, n=self.n)
+            try:
+                self._cache = FamilyPack.build(parts, n=self.n)
+            except ValueError as err:
+                names = ", ".join(repr(obs.name) for obs in self.likelihoods)
+                raise ValueError(f"{names}: {err}") from None
             self._cache_key = key
         return prior_params, self._cache
 
@@ -116,6 +162,11 @@ class PartitionTerms:
             raise ValueError(f"{self.name!r}: labels must have length n={self.n}, got shape {labels.shape}")
         if labels.min() < 0 or labels.max() >= self.n:
             raise ValueError(f"{self.name!r}: labels must lie in [0, {self.n}), got [{labels.min()}, {labels.max()}]")
+        if self.k > 0:
+            n_blocks = int(np.count_nonzero(np.bincount(labels)))
+            if n_blocks > self.k:
+                raise ValueError(f"{self.name!r}: the partition has {n_blocks} blocks but its FiniteDirichlet prior "
+                                 f"allows at most k={self.k}: the starting labels are outside the prior's support")
         return labels
 
     @staticmethod

@@ -1,0 +1,218 @@
+"""Hostile input at the PyMC layer: data changed with pm.set_data, starts outside the prior's
+support, non-integer starting labels, and step settings that used to hang or be coerced."""
+
+import warnings
+
+import numpy as np
+import pymc as pm
+import pytest
+
+import pymc_partitions as pmp
+from pymc_partitions.pymc.compat import posterior_dataset
+
+N = 10
+SAME = np.zeros(N)  # one tight group: the posterior puts most mass on K = 1
+APART = np.r_[np.full(5, -20.0), np.full(5, 20.0)]  # two groups 40 sds apart: K >= 2 always
+
+
+def _sample(model, **kwargs):
+    with model, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return pm.sample(draws=40, tune=5, chains=1, random_seed=3, progressbar=False,
+                         compute_convergence_checks=False, **kwargs)
+
+
+def _n_clusters(idata):
+    return posterior_dataset(idata, "sample_stats")["n_clusters"].values.ravel()
+
+
+def _normal_model(data, **data_kwargs):
+    with pm.Model() as model:
+        d = pm.Data("d", data, **data_kwargs)
+        z = pmp.Partition("z", pmp.CRP(1.0), n=N)
+        pmp.NormalNormal("y", partition=z, mu0=0.0, sigma0=10.0, sigma=1.0, observed=d)
+    return model
+
+
+@pytest.mark.parametrize("shape", [(N,), (N, 1)])
+def test_set_data_reaches_the_logp_and_the_gibbs_step(shape):
+    model = _normal_model(SAME.reshape(shape))
+    logp = model.compile_logp()
+    point = {"z": np.zeros(N, np.int64)}
+    with pm.Model() as fresh:  # the same model built on the new data directly
+        z = pmp.Partition("z", pmp.CRP(1.0), n=N)
+        pmp.NormalNormal("y", partition=z, mu0=0.0, sigma0=10.0, sigma=1.0, observed=APART.reshape(shape))
+    stale_k = _n_clusters(_sample(_normal_model(SAME.reshape(shape))))
+    assert (stale_k == 1).mean() > 0.5  # power: a step still on the old data puts K = 1 often
+
+    pm.set_data({"d": APART.reshape(shape)}, model=model)
+    assert logp(point) == pytest.approx(fresh.compile_logp()(point))
+    assert (_n_clusters(_sample(model)) >= 2).all()
+
+
+def test_set_data_reaches_sample_unbiased():
+    def mean_k(model):
+        result = pmp.sample_unbiased(model, n_pairs=4, k=4, m=8, cores=1, random_seed=0, progressbar=False)
+        return posterior_dataset(result, "unbiased")["n_clusters"].values.mean()
+
+    model = _normal_model(SAME)
+    stale = mean_k(model)
+    pm.set_data({"d": APART}, model=model)
+    assert stale < 1.5 < 1.8 < mean_k(model)
+
+
+@pytest.mark.parametrize(
+    "new, match",
+    [
+        (np.r_[SAME[:-1], np.nan], "'y': observed contains 1 NaN or infinite values"),
+        (np.r_[SAME[:-1], np.inf], "'y': observed contains 1 NaN or infinite values"),
+        (np.zeros(N + 1), "'y': observed has 11 rows but the partition has n=10 items"),
+    ],
+)
+def test_set_data_with_bad_values_is_refused_by_the_step(new, match):
+    model = _normal_model(SAME)
+    pm.set_data({"d": new}, model=model)
+    with pytest.raises(ValueError, match=match):
+        _sample(model)
+    with pytest.raises(ValueError, match=match):
+        pmp.sample_unbiased(model, n_pairs=2, k=1, m=2, cores=1, progressbar=False)
+
+
+def test_set_data_cannot_change_the_number_of_columns():
+    model = _normal_model(np.zeros((N, 2)))
+    pm.set_data({"d": np.zeros((N, 3))}, model=model)
+    with pytest.raises(ValueError, match="'y': observed has 3 columns but the model was built for D=2"):
+        _sample(model)
+
+
+BINARY = (np.arange(N * 2).reshape(N, 2) % 3 == 0).astype(float)
+
+
+@pytest.mark.parametrize("bad, match", [(2.0, "'y': BetaBernoulli data must be 0/1, got 1 other values"),
+                                        (0.5, "'y': BetaBernoulli data must be 0/1, got 1 other values"),
+                                        (np.nan, "'y': observed contains 1 NaN or infinite values")])
+def test_beta_bernoulli_set_data_outside_zero_one(bad, match):
+    with pm.Model() as model:
+        d = pm.Data("d", BINARY)
+        z = pmp.Partition("z", pmp.CRP(1.0), n=N)
+        pmp.BetaBernoulli("y", partition=z, observed=d)
+    logp = model.compile_logp()
+    point = {"z": np.zeros(N, np.int64)}
+    assert np.isfinite(logp(point))
+    new = BINARY.copy()
+    new[3, 1] = bad
+    pm.set_data({"d": new}, model=model)
+    assert logp(point) == -np.inf  # 0.5 is not truncated to a valid 0 before the logp sees it
+    with pytest.raises(ValueError, match=match):
+        _sample(model)
+
+
+def test_beta_bernoulli_data_as_integers_through_pm_data():
+    with pm.Model() as model:
+        d = pm.Data("d", BINARY.astype(int))
+        z = pmp.Partition("z", pmp.CRP(1.0), n=N)
+        pmp.BetaBernoulli("y", partition=z, observed=d)
+    k = _n_clusters(_sample(model))
+    assert k.min() >= 1
+    pm.set_data({"d": 1 - BINARY.astype(int)}, model=model)
+    assert np.isfinite(model.compile_logp()({"z": np.zeros(N, np.int64)}))
+
+
+# ----------------------------------------------------------------------------- starting values
+
+
+def test_finite_dirichlet_start_outside_the_support():
+    with pm.Model():
+        with pytest.raises(ValueError, match="'z': the starting labels have 5 blocks but the FiniteDirichlet prior "
+                                             "allows at most k=2"):
+            pmp.Partition("z", pmp.FiniteDirichlet(1.0, 2), n=N, initval=np.arange(N) % 5)
+        with pytest.raises(ValueError, match="initval='singletons' has n=10 blocks but the FiniteDirichlet prior "
+                                             "allows at most k=2"):
+            pmp.Partition("z", pmp.FiniteDirichlet(1.0, 2), n=N, initval="singletons")
+        pmp.Partition("ok", pmp.FiniteDirichlet(1.0, 2), n=N, initval=np.arange(N) % 2)
+
+
+def _fd_model():
+    with pm.Model() as model:
+        z = pmp.Partition("z", pmp.FiniteDirichlet(1.0, 2), n=N)
+        pmp.NormalNormal("y", partition=z, sigma0=10.0, observed=APART)
+    return model
+
+
+def test_pm_sample_initvals_outside_the_support_or_not_integers():
+    with pytest.raises(ValueError, match="'z': the starting labels have 5 blocks"):
+        _sample(_fd_model(), initvals={"z": np.arange(N) % 5})
+    with pytest.raises(TypeError, match="'z': labels must be integers, got dtype float64"):
+        _sample(_fd_model(), initvals={"z": np.full(N, 0.5)})
+    with pytest.raises(ValueError, match=r"'z': labels must lie in \[0, 10\)"):
+        _sample(_fd_model(), initvals={"z": np.full(N, 10)})
+    with pytest.raises(ValueError, match="'z': labels must have length n=10"):
+        _sample(_fd_model(), initvals={"z": np.zeros(N - 1, int)})
+    ok = _sample(_fd_model(), initvals={"z": np.arange(N) % 2})  # integral floats would be fine too
+    assert (_n_clusters(ok) <= 2).all()
+
+
+def test_a_step_refuses_labels_outside_the_support_however_they_arrive():
+    model = _fd_model()
+    with model:
+        step = pmp.CollapsedGibbs()
+    pmp.pymc.compat.setup_chain(step, 0)
+    with pytest.raises(ValueError, match="'z': the partition has 3 blocks but its FiniteDirichlet prior allows at "
+                                         "most k=2"):
+        step.step({"z": np.arange(N) % 3})
+
+
+def test_partition_refuses_size_and_other_shapes():
+    with pm.Model():
+        with pytest.raises(TypeError, match="'z': size is not supported"):
+            pmp.Partition("z", pmp.CRP(1.0), n=5, size=2)
+        with pytest.raises(ValueError, match=r"'z': shape must be \(n,\) = \(5,\), got \(3,\)"):
+            pmp.Partition("z", pmp.CRP(1.0), n=5, shape=(3,))
+        pmp.Partition("z", pmp.CRP(1.0), n=5, shape=(5,))
+
+
+# ----------------------------------------------------------------------------- step settings
+
+
+def _crp_model():
+    with pm.Model() as model:
+        alpha = pm.Gamma("alpha", 2.0, 1.0)
+        d = pm.Beta("d", 1.0, 3.0)
+        z = pmp.Partition("z", pmp.PitmanYor(alpha, d), n=N)
+        pmp.NormalNormal("y", partition=z, sigma0=10.0, observed=APART)
+    return model
+
+
+@pytest.mark.parametrize(
+    "make, error, match",
+    [
+        (lambda z, v: pmp.CollapsedGibbs([z], sweeps=1.5), ValueError, "CollapsedGibbs: sweeps must be an integer"),
+        (lambda z, v: pmp.CollapsedGibbs([z], sweeps=True), TypeError, "CollapsedGibbs: sweeps must be an integer"),
+        (lambda z, v: pmp.PGSM([z], moves=0), ValueError, "PGSM: moves must be an integer >= 1"),
+        (lambda z, v: pmp.PGSM([z], num_anchors=1), ValueError, "num_anchors must be an integer >= 2 and <= 10"),
+        (lambda z, v: pmp.PGSM([z], num_anchors=11), ValueError, "num_anchors must be an integer >= 2 and <= 10"),
+        (lambda z, v: pmp.PGSM([z], adapt_iterations=-1), ValueError, "PGSM: adapt_iterations must be an integer"),
+        (lambda z, v: pmp.SAMS([z], moves=2.5), ValueError, "SAMS: moves must be an integer"),
+        (lambda z, v: pmp.PriorSlice([v], width=-1.0), ValueError, "PriorSlice: width must be a finite number > 0"),
+        (lambda z, v: pmp.PriorSlice([v], width=np.nan), ValueError, "PriorSlice: width must be a finite number > 0"),
+        (lambda z, v: pmp.PriorSlice([v], width=0.0), ValueError, "PriorSlice: width must be a finite number > 0"),
+        (lambda z, v: pmp.PriorSlice([v], width="1"), TypeError, "PriorSlice: width must be a number"),
+        (lambda z, v: pmp.PriorSlice([v], max_steps=0), ValueError, "PriorSlice: max_steps must be an integer >= 1"),
+    ],
+)
+def test_step_settings_are_checked_at_construction(make, error, match):
+    model = _crp_model()
+    with model:
+        with pytest.raises(error, match=match):
+            make(model["z"], model["d"])
+
+
+def test_prior_slice_refuses_a_start_outside_the_support_instead_of_looping():
+    model = _crp_model()
+    with model:
+        step = pmp.PriorSlice([model["alpha"]])
+    pmp.pymc.compat.setup_chain(step, 0)
+    point = model.initial_point()
+    point["d_logodds__"] = np.asarray(np.inf)  # discount 1: outside [0, 1)
+    with pytest.raises(ValueError, match="PriorSlice: 'alpha_log__' = .* outside the support"):
+        step.step(point)
