@@ -29,7 +29,9 @@ import numbers
 import numba
 import numpy as np
 
+from . import _checks
 from ._numeric import draw_log_weights
+from .partition import canonicalize
 
 __all__ = ["PartitionPrior", "CRP", "PitmanYor", "FiniteDirichlet", "UniformLabels", "PITMAN_YOR",
            "FINITE_DIRICHLET", "UNIFORM_LABELS"]
@@ -201,14 +203,16 @@ class PartitionPrior:
 
     # numpy --------------------------------------------------------------------------------
     def log_eppf(self, labels, alpha=None, discount=None) -> float:
-        """Log prior probability of the partition described by ``labels``."""
-        sizes = np.bincount(np.unique(np.asarray(labels), return_inverse=True)[1])
+        """Log prior probability of the partition described by ``labels`` (a non-empty integer vector)."""
+        labels = canonicalize(labels)
+        if labels.size == 0:
+            raise ValueError(f"{type(self).__name__}.log_eppf: labels must not be empty")
+        sizes = np.bincount(labels)
         return float(log_eppf_sizes(self.code, self.kernel_params(alpha, discount), sizes.astype(np.int64)))
 
     def sample(self, n: int, rng=None, alpha=None, discount=None) -> np.ndarray:
         """Exact prior draw of a partition of ``n`` items, as canonical labels."""
-        if not isinstance(n, (int, np.integer)) or n < 1:
-            raise ValueError(f"n must be a positive integer, got {n!r}")
+        n = _checks.integer("n", n, low=1, owner=f"{type(self).__name__}.sample")
         rng = np.random.default_rng(rng)
         return sample_sequential(self.code, self.kernel_params(alpha, discount), rng.random(n))
 

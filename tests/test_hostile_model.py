@@ -216,3 +216,18 @@ def test_prior_slice_refuses_a_start_outside_the_support_instead_of_looping():
     point["d_logodds__"] = np.asarray(np.inf)  # discount 1: outside [0, 1)
     with pytest.raises(ValueError, match="PriorSlice: 'alpha_log__' = .* outside the support"):
         step.step(point)
+
+
+def test_prior_helpers_refuse_bad_labels_and_sizes():
+    prior = pmp.CRP(1.0)
+    with pytest.raises(ValueError, match="labels must be integers"):
+        prior.log_eppf([0.0, 0.5, 1.0])  # was: three distinct "blocks"
+    with pytest.raises(ValueError, match="labels must be a 1-d vector"):
+        prior.log_eppf([[0, 1], [1, 0]])
+    with pytest.raises(ValueError, match="CRP.log_eppf: labels must not be empty"):
+        prior.log_eppf([])
+    assert prior.log_eppf([7, 7, 3]) == prior.log_eppf([0, 0, 1])
+    with pytest.raises(TypeError, match="CRP.sample: n must be an integer"):
+        prior.sample(True)
+    with pytest.raises(ValueError, match="FiniteDirichlet.sample: n must be an integer >= 1"):
+        pmp.FiniteDirichlet(1.0, 3).sample(0)
