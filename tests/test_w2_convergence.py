@@ -63,6 +63,9 @@ def test_gaussian_gibbs_traces_bound_the_exact_w2(method):
     (within their intervals), and both fall to ~0."""
     draws, exact = run_gibbs(r=256, t_count=40, scale=4.0, seed=0)
     out = w2_traces(draws, method=method)
+    # the last saved iteration is the reference: not reported
+    np.testing.assert_array_equal(out["iterations"], np.arange(39))
+    exact = exact[out["iterations"]]
     early = slice(0, 6)
     assert (out["U_upper"] >= exact)[early].all() and (out["U_upper"] >= exact).mean() >= 0.9
     assert (out["L_lower"] <= exact).mean() >= 0.9
@@ -120,12 +123,12 @@ def test_partition_traces_fall_to_zero_and_bound_the_exact_w2():
             draws[c, t] = labels
             labels, _ = kernel.step(labels, rng)
     out = w2_traces(draws, cost=mirkin_cost_matrix, window=(8, 14))
+    assert len(out["U"]) == t_count - 1  # the last iteration is the reference itself (w = 0): dropped
     assert exact[0] > 1.0 and exact[-1] < 0.02 * exact[0]
     # a point-mass start is not overdispersed, so U need not be conservative; it is close to the
     # truth where the distance is large, L stays below it, and the trace falls to ~0
     assert out["U_lower"][0] > 0 and abs(out["U"][0] - exact[0]) < 0.1 * exact[0]
-    body = slice(0, t_count - 1)  # the last iteration is the reference itself (w = 0)
-    assert (out["L_lower"][body] <= exact[body]).mean() >= 0.9
+    assert (out["L_lower"] <= exact[:-1]).mean() >= 0.9
     late = slice(6, 14)
     assert ((out["U_lower"][late] <= 0) & (out["U_upper"][late] >= 0)).mean() >= 0.75  # covers 0 once mixed
 
@@ -172,7 +175,9 @@ def test_w2_convergence_group_on_pm_sample_output(tmp_path):
     axes = pmp.plot_w2_convergence(out)
     assert len(axes) == 2
     thinned = pmp.w2_convergence(idata, model=model, thin=5, method="split", overwrite=True)
-    assert thinned["w2_convergence"].sizes["draw"] == 8
+    # draws 0, 5, ..., 35; the last (35) is the reference and is not reported
+    np.testing.assert_array_equal(thinned["w2_convergence"]["draw"].values, np.arange(0, 31, 5))
+    assert thinned["w2_convergence"].attrs["reference_draw"] == 35
 
 
 def test_w2_convergence_errors():
