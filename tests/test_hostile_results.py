@@ -1,13 +1,18 @@
 """Hostile inputs to the result-facing functions: which variables are partitions when no model is
 given, the degenerate last iteration and non-stationary windows of w2_convergence, argument
-validation of the W2 diagnostics. Real pm.sample results throughout."""
+validation of the W2 diagnostics, and files that pmp.load must refuse clearly, write atomically
+and give back with their attributes' types. Real pm.sample results throughout."""
 
 import logging
+import os
+import re
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pymc as pm
 import pytest
+import xarray as xr
 
 import pymc_partitions as pmp
 from pymc_partitions.diagnostics.convergence import W2ConvergenceWarning, w2_traces
@@ -250,3 +255,169 @@ def test_plot_and_bias_arguments(dpmm):
     assert np.isfinite(counts.loc["V", "value"])
     with pytest.raises(TypeError, match="ci must be a number"):
         pmp.w2_bias(rng.normal(size=(40, 2)), rng.normal(size=(40, 2)), ci="0.9")
+
+
+# --- files --------------------------------------------------------------------------------------
+
+DATA = Path(__file__).parent / "data"
+
+#: Attribute values of every kind ``pmp.save`` must give back unchanged (value and type).
+ATTRS = {
+    "text": "W2² é", "empty_text": "", "integer": 7, "big_integer": 2**70, "real": 1.5, "nan": float("nan"),
+    "flag": True, "nothing": None, "one_int": [3], "ints": [1, 2], "one_name": ["z"], "names": ["a", "b"],
+    "empty_list": [], "mixed": [1, "a", None], "pair": (1, (2, "a")), "nested": {"a": [1, {"b": None}], "c": (True,)},
+    "int32": np.int32(3), "bool_": np.bool_(False), "array": np.array([1.0, 2.0]), "one_element_array": np.array([4]),
+    "matrix": np.eye(2), "bool_array": np.array([True, False]), "strings": np.array(["a", "bc"]),
+    "looks_encoded": "pmp-json:[1]",
+}
+
+
+def same(a, b) -> bool:
+    """Equal value and type, recursively (NaN equals NaN)."""
+    if isinstance(a, np.ndarray):
+        return type(b) is np.ndarray and a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a, b)
+    if isinstance(a, float) and a != a:
+        return type(b) is float and b != b
+    if isinstance(a, (list, tuple)):
+        return type(a) is type(b) and len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict):
+        return type(b) is dict and a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    return type(a) is type(b) and a == b
+
+
+def changed(expected: dict, got: dict) -> dict:
+    return {k: (v, got.get(k, "<missing>")) for k, v in expected.items() if not same(v, got.get(k, "<missing>"))}
+
+
+@pytest.fixture(scope="module")
+def small():
+    with pm.Model():
+        pm.Normal("x", 0.0, 1.0, shape=2)
+        return quiet_sample(draws=5, chains=2, random_seed=1)
+
+
+def test_load_refuses_what_is_not_a_result(small, tmp_path):
+    missing = tmp_path / "missing.nc"
+    with pytest.raises(FileNotFoundError, match=re.escape(f"pmp.load: no such file: '{missing}'")):
+        pmp.load(missing)
+    with pytest.raises(IsADirectoryError, match="is a directory"):
+        pmp.load(tmp_path)
+    with pytest.raises(TypeError, match="path must be a str or os.PathLike"):
+        pmp.load(3)
+    not_netcdf = "is not a netCDF4/HDF5 file written by pmp.save or ArviZ"
+    garbage = tmp_path / "garbage.nc"
+    garbage.write_bytes(b"not a netCDF file at all" * 10)
+    with pytest.raises(ValueError, match=not_netcdf):
+        pmp.load(garbage)
+    empty = tmp_path / "empty.nc"
+    empty.write_bytes(b"")
+    with pytest.raises(ValueError, match=not_netcdf + r" \(it is empty\)"):
+        pmp.load(empty)
+    good = pmp.save(small, tmp_path / "good.nc")
+    truncated = tmp_path / "truncated.nc"
+    truncated.write_bytes(Path(good).read_bytes()[:-2000])
+    with pytest.raises(ValueError, match=not_netcdf + r" \(truncated or damaged"):
+        pmp.load(truncated)
+    dataset = xr.Dataset({"a": ("x", np.arange(3.0))})
+    netcdf3 = tmp_path / "netcdf3.nc"
+    dataset.to_netcdf(netcdf3, format="NETCDF3_64BIT", engine="scipy")
+    with pytest.raises(ValueError, match="is a netCDF3 file.*no groups.*xarray.open_dataset"):
+        pmp.load(netcdf3)
+    plain = tmp_path / "plain.nc"
+    dataset.to_netcdf(plain, engine="h5netcdf")  # used to load as an empty result
+    with pytest.raises(ValueError, match="holds a single dataset .*no groups.*xarray.open_dataset"):
+        pmp.load(plain)
+
+
+def test_root_variables_are_not_dropped(small, tmp_path):
+    """A netCDF4 file with data at the root as well as groups: a DataTree holds it; InferenceData
+    would drop the root data, so PyMC 5 refuses it instead."""
+    path = tmp_path / "root.nc"
+    xr.Dataset({"a": ("x", np.arange(3.0))}).to_netcdf(path, engine="h5netcdf")
+    compat.posterior_dataset(small).to_netcdf(path, mode="a", group="posterior", engine="h5netcdf")
+    if compat.RESULT_IS_DATATREE:
+        back = pmp.load(path)
+        np.testing.assert_array_equal(back["a"].values, np.arange(3.0))
+        np.testing.assert_array_equal(back["posterior"]["x"].values, compat.posterior_dataset(small)["x"].values)
+    else:
+        with pytest.raises(ValueError, match=r"holds variables \['a'\] at the root.*InferenceData cannot hold"):
+            pmp.load(path)
+
+
+def unencodable(result):
+    """The result plus a group that netCDF cannot store (written after the posterior)."""
+    bad = xr.Dataset({"v": ("k", np.array([{"a": 1}, {"b": 2}], dtype=object))})
+    return compat.add_groups(result, {"zz_bad": bad})
+
+
+def test_save_is_atomic(small, tmp_path, monkeypatch):
+    path = tmp_path / "result.nc"
+    pmp.save(small, path)
+    before = path.read_bytes()
+    with pytest.raises(ValueError, match="cannot serialize"):
+        pmp.save(unencodable(small), path)
+    assert path.read_bytes() == before and os.listdir(tmp_path) == ["result.nc"]
+    with pytest.raises(ValueError, match="cannot serialize"):
+        pmp.save(unencodable(small), tmp_path / "new.nc")
+    assert os.listdir(tmp_path) == ["result.nc"]
+    # interrupted after the whole file was written, before it was renamed into place
+    real_write = compat._write
+
+    def write_then_interrupt(result, target, compress):
+        real_write(result, target, compress)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(compat, "_write", write_then_interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        pmp.save(with_w2(small), path)
+    monkeypatch.undo()
+    assert path.read_bytes() == before and os.listdir(tmp_path) == ["result.nc"]
+    assert "w2_convergence" not in compat.group_names(pmp.load(path))
+    with pytest.raises(TypeError, match=r"attribute 'handle' of group 'posterior' is of type object"):
+        bad = compat.add_groups(small, {"posterior": compat.posterior_dataset(small).assign_attrs(handle=object())},
+                                overwrite=True)
+        pmp.save(bad, path)
+    with pytest.raises(TypeError, match="compress must be True or False"):
+        pmp.save(small, path, compress="no")
+    with pytest.raises(FileNotFoundError, match="the directory of .* does not exist"):
+        pmp.save(small, tmp_path / "nowhere" / "r.nc")
+    assert path.read_bytes() == before
+
+
+def test_attribute_types_survive_the_round_trip(small, tmp_path):
+    """Root, group and variable attributes: lists stay lists (one-element ones too), bools bools,
+    tuples, dicts, None, arrays of any shape and dtype."""
+    extra = xr.Dataset({"v": ("k", [1.0, 2.0], dict(ATTRS))}, attrs=dict(ATTRS))
+    out = compat.add_groups(small, {"extra": extra})
+    out.attrs.update(ATTRS)
+    back = pmp.load(pmp.save(out, tmp_path / "attrs.nc"))
+    got = compat.posterior_dataset(back, "extra")
+    assert changed(ATTRS, back.attrs) == {}
+    assert changed(ATTRS, got.attrs) == {}
+    assert changed(ATTRS, got["v"].attrs) == {}
+    assert changed(dict(compat.posterior_dataset(small).attrs), compat.posterior_dataset(back).attrs) == {}
+    assert out.attrs["one_name"] == ["z"] and "one_name" not in small.attrs  # the input is not changed
+
+
+def test_w2_group_survives_the_round_trip(dpmm, tmp_path):
+    model, idata = dpmm
+    out = with_w2(idata, model=model)
+    back = pmp.load(pmp.save(out, tmp_path / "w2.nc"))
+    assert changed(dict(out["w2_convergence"].attrs), dict(compat.posterior_dataset(back, "w2_convergence").attrs)) == {}
+    assert compat.posterior_dataset(back, "w2_convergence").attrs["partition_vars"] == ["z"]
+
+
+@pytest.mark.parametrize("line", [5, 6])
+def test_files_of_either_pymc_line_load(line):
+    """Files written by tests/data/make_result_files.py under PyMC 5 (InferenceData) and PyMC 6
+    (DataTree) load under the installed line with their data and attribute types."""
+    back = pmp.load(DATA / f"result_pymc{line}.nc")
+    assert type(back).__name__ == ("DataTree" if compat.RESULT_IS_DATATREE else "InferenceData")
+    assert {"posterior", "observed_data", "extra", "w2_convergence"} <= set(compat.group_names(back))
+    extra = compat.posterior_dataset(back, "extra")
+    assert changed(ATTRS, back.attrs) == {} and changed(ATTRS, extra.attrs) == {}
+    np.testing.assert_array_equal(extra["v"].values, [1.0, 2.0])
+    w2 = compat.posterior_dataset(back, "w2_convergence")
+    assert w2.attrs["partition_vars"] == ["z"] and w2.attrs["continuous_vars"] == ["mu"]
+    assert compat.posterior_dataset(back)["z"].dtype == np.int64
+    assert compat.posterior_dataset(back).attrs["inference_library_version"].startswith(f"{line}.")
