@@ -18,6 +18,7 @@ import pymc_partitions as pmp
 from pymc_partitions.diagnostics.convergence import W2ConvergenceWarning, w2_traces
 from pymc_partitions.pymc import compat
 from pymc_partitions.pymc.diagnostics import is_canonical
+from test_w2_convergence import sampled_dpmm
 
 
 def quiet_sample(**kwargs):
@@ -31,15 +32,10 @@ def quiet_sample(**kwargs):
 def dpmm():
     """A DPMM on 30 galaxies, sampled by pm.sample with the package's collapsed Gibbs step for the
     partition (and NUTS for mu): 32 chains from 30 singletons, 24 draws."""
-    y = pmp.datasets.load_galaxies()[:30] / 1000.0
-    with pm.Model() as model:
-        z = pmp.Partition("z", pmp.CRP(1.0), n=len(y), initval="singletons")
-        mu = pm.Normal("mu", 20.0, 5.0)
-        pm.Normal("noise", mu, 1.0, observed=y.mean())
-        pmp.NormalNormal("y", partition=z, mu0=20.0, sigma0=10.0, sigma=1.0, observed=y)
-        idata = quiet_sample(draws=24, chains=32, step=[pmp.CollapsedGibbs([z])], random_seed=3,
-                             initvals=[{"mu": v} for v in np.linspace(0.0, 40.0, 32)])
-    return model, idata
+    logging.getLogger("pymc").setLevel(logging.ERROR)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        return sampled_dpmm(chains=32, draws=24, n=30, gibbs_step=True)
 
 
 @pytest.fixture(scope="module")

@@ -147,15 +147,17 @@ def test_suggest_window_and_errors():
         w2_traces(np.zeros((3, 5, 2)), method="split")
 
 
-def sampled_dpmm(chains=32, draws=36):
-    y = pmp.datasets.load_galaxies()[:40] / 1000.0
+def sampled_dpmm(chains=32, draws=36, n=40, gibbs_step=False):
+    """A DPMM on the first n galaxies from n singletons (mu from 0 to 40 across the chains):
+    pm.sample assigns the steps, or with ``gibbs_step`` the partition's is pmp.CollapsedGibbs."""
+    y = pmp.datasets.load_galaxies()[:n] / 1000.0
     with pm.Model() as model:
         z = pmp.Partition("z", pmp.CRP(1.0), n=len(y), initval="singletons")
         mu = pm.Normal("mu", 20.0, 5.0)
         pm.Normal("noise", mu, 1.0, observed=y.mean())
         pmp.NormalNormal("y", partition=z, mu0=20.0, sigma0=10.0, sigma=1.0, observed=y)
         idata = pm.sample(draws=draws, tune=0, chains=chains, cores=1, random_seed=3, progressbar=False,
-                          compute_convergence_checks=False,
+                          compute_convergence_checks=False, step=[pmp.CollapsedGibbs([z])] if gibbs_step else None,
                           initvals=[{"mu": v} for v in np.linspace(0.0, 40.0, chains)])
     return model, idata
 

@@ -15,7 +15,6 @@ import warnings
 from pathlib import Path
 
 import numpy as np
-import pymc as pm
 import xarray as xr
 
 HERE = Path(__file__).resolve().parent
@@ -25,19 +24,13 @@ sys.path.insert(0, str(HERE.parents[1]))
 import pymc_partitions as pmp  # noqa: E402
 from pymc_partitions.pymc import compat  # noqa: E402
 from test_hostile_results import ATTRS  # noqa: E402
+from test_w2_convergence import sampled_dpmm  # noqa: E402
 
 
 def main():
-    y = pmp.datasets.load_galaxies()[:12] / 1000.0
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        with pm.Model():
-            z = pmp.Partition("z", pmp.CRP(1.0), n=len(y), initval="singletons")
-            mu = pm.Normal("mu", 20.0, 5.0)
-            pm.Normal("noise", mu, 1.0, observed=y.mean())
-            pmp.NormalNormal("y", partition=z, mu0=20.0, sigma0=10.0, sigma=1.0, observed=y)
-            result = pm.sample(draws=6, tune=0, chains=4, cores=1, step=[pmp.CollapsedGibbs([z])], random_seed=5,
-                               progressbar=False, compute_convergence_checks=False)
+        _, result = sampled_dpmm(chains=4, draws=6, n=12, gibbs_step=True)
         result = pmp.w2_convergence(result, window=(0, 3))
     keep = ("posterior", "observed_data", "w2_convergence")  # sample_stats: many variables, a large file
     result = compat.new_result({g: compat.posterior_dataset(result, g) for g in compat.group_names(result)
