@@ -118,7 +118,8 @@ def _check_window(window, limit, note=""):
 
 
 def w2_traces(draws, cost=squared_euclidean, method: str = "time_averaged", window=None, ci: float = 0.95,
-              reference=None, underdispersed: bool = False, name: str = "draws", iterations=None, warn: bool = True) -> dict:
+              reference=None, underdispersed: bool = False, name: str = "draws", iterations=None,
+              warn: bool = True) -> dict:
     """Upper and lower estimates of W2^2(pi_t, pi) for every saved iteration t of ``draws``
     but the last (the reference; see the module docstring).
 

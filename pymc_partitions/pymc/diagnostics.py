@@ -340,13 +340,13 @@ def _source_draws(source, var_names, partitions, model, owner, which):
         return _array_draws(source, partitions, owner, which)
     if isinstance(partitions, (bool, np.bool_)):
         raise TypeError(f"{owner}: for results, partitions names the partition variables (a list of names)")
+    owner = f"{owner} ({which})"
     posterior = _posterior(source, owner)
     labels, stacked, continuous, parts, _ = _plan(posterior, var_names, _names(partitions, "partitions", owner),
                                                   model, owner)
     if parts and (len(parts) > 1 or continuous):
-        raise ValueError(f"{owner} compares one partition variable at a time, or continuous variables only: "
-                         f"{which} has partitions {parts} and continuous variables {continuous}; choose with "
-                         "var_names=[...]")
+        raise ValueError(f"{owner}: w2_bias compares one partition variable at a time, or continuous variables only; "
+                         f"here partitions {parts} and continuous variables {continuous}: choose with var_names=[...]")
     return (labels[parts[0]], True) if parts else (stacked, False)
 
 
