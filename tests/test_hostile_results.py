@@ -211,6 +211,9 @@ def test_w2_convergence_refuses_hostile_draws(dpmm):
     text = compat.new_result({"posterior": post.assign(s=(("chain", "draw"), np.full(post["mu"].shape, "a")))})
     with pytest.raises(TypeError, match="variable 's' has dtype"):
         with_w2(text, model=model)
+    constant = compat.new_result({"posterior": post.assign(c=("k", [1.0, 2.0]))})
+    with pytest.raises(ValueError, match=r"variable 'c' has dims \('k',\), not one value per \(chain, draw\)"):
+        with_w2(constant, model=model)
     with pytest.raises(ValueError, match="needs several independent chains"):
         with_w2(compat.new_result({"posterior": post.isel(chain=[0])}), model=model)
     with pytest.raises(TypeError, match="expected an arviz.InferenceData or xarray.DataTree"):

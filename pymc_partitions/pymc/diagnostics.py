@@ -77,6 +77,8 @@ def _posterior(result, owner: str) -> xr.Dataset:
 def _variable_draws(posterior: xr.Dataset, name: str, owner: str) -> np.ndarray:
     """Draws of one variable as (chain, draw, ...) with chain and draw first; numbers only."""
     da = posterior[name]
+    if "chain" not in da.dims or "draw" not in da.dims:
+        raise ValueError(f"{owner}: variable {name!r} has dims {da.dims}, not one value per (chain, draw)")
     if da.dims[:2] != ("chain", "draw"):
         da = da.transpose("chain", "draw", ...)
     values = np.asarray(da.values)
