@@ -125,8 +125,8 @@ def _auto_partition(values: np.ndarray, what: str, owner: str, remedy: str) -> b
                      f"be told whether it is a partition or a vector of integers. {remedy}")
 
 
-def _partition_names(posterior, names, partitions, model, owner):
-    """(partition names among ``names``, how that was decided)."""
+def _partition_names(values, names, partitions, model, owner):
+    """(partition names among ``names``, how that was decided); ``values``: draws by name."""
     if partitions is not None:
         unknown = [p for p in partitions if p not in names]
         if unknown:
@@ -145,7 +145,7 @@ def _partition_names(posterior, names, partitions, model, owner):
         return [rv.name for rv in model.free_RVs if is_partition(rv) and rv.name in names], source
     remedy = ("Pass model= (its pmp.Partition variables are the partitions), or partitions=[...] naming them "
               "(partitions=[] for none).")
-    parts = [v for v in names if _auto_partition(np.asarray(posterior[v].values), f"variable {v!r}", owner, remedy)]
+    parts = [v for v in names if _auto_partition(values[v], f"variable {v!r}", owner, remedy)]
     return parts, SOURCES[3]
 
 
@@ -158,7 +158,7 @@ def _plan(posterior, var_names, partitions, model, owner):
     if missing:
         raise ValueError(f"{owner}: variables {missing} are not in the posterior (it has {list(posterior.data_vars)})")
     values = {v: _variable_draws(posterior, v, owner) for v in names}
-    parts, source = _partition_names(posterior, names, partitions, model, owner)
+    parts, source = _partition_names(values, names, partitions, model, owner)
     labels = {p: _labels(values[p], p, owner) for p in parts}
     continuous = [v for v in names if v not in parts]
     stacked = None
