@@ -91,6 +91,17 @@ def test_add_groups_does_not_mutate(result):
         compat.add_groups(result, {"empty": xr.Dataset(attrs={"a": 1})})
 
 
+def test_arguments_are_checked(result):
+    with pytest.raises(TypeError, match="group must be a group name"):
+        compat.posterior_dataset(result, 0)
+    with pytest.raises(TypeError, match="add_groups: overwrite must be True or False"):
+        compat.add_groups(result, {"partition_summary": _extra()}, overwrite="yes")
+    with pytest.raises(TypeError, match="pmp.save: compress must be True or False"):
+        compat.save(result, "never-written.nc", compress=1)
+    with pytest.raises(TypeError, match="pmp.save: path must be a str or os.PathLike"):
+        compat.save(result, None)
+
+
 def test_save_load_round_trip(result, tmp_path):
     out = compat.add_groups(result, {"partition_summary": _extra()})
     post_attrs = dict(compat.posterior_dataset(out).attrs)
@@ -102,7 +113,7 @@ def test_save_load_round_trip(result, tmp_path):
         assert compat.group_names(back) == compat.group_names(out)
         got = compat.posterior_dataset(back, "partition_summary")
         assert got.attrs["method"] == "gibbs"
-        assert int(got.attrs["n_sweeps"]) == 7
+        assert got.attrs["n_sweeps"] == 7 and type(got.attrs["n_sweeps"]) is int
         assert got["n_clusters"].dtype == np.int64
         np.testing.assert_array_equal(got["coclustering"].values, np.eye(3))
         xr.testing.assert_allclose(compat.posterior_dataset(back), compat.posterior_dataset(out))

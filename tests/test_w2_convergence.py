@@ -63,6 +63,9 @@ def test_gaussian_gibbs_traces_bound_the_exact_w2(method):
     (within their intervals), and both fall to ~0."""
     draws, exact = run_gibbs(r=256, t_count=40, scale=4.0, seed=0)
     out = w2_traces(draws, method=method)
+    # the last saved iteration is the reference: not reported
+    np.testing.assert_array_equal(out["iterations"], np.arange(39))
+    exact = exact[out["iterations"]]
     early = slice(0, 6)
     assert (out["U_upper"] >= exact)[early].all() and (out["U_upper"] >= exact).mean() >= 0.9
     assert (out["L_lower"] <= exact).mean() >= 0.9
@@ -120,12 +123,12 @@ def test_partition_traces_fall_to_zero_and_bound_the_exact_w2():
             draws[c, t] = labels
             labels, _ = kernel.step(labels, rng)
     out = w2_traces(draws, cost=mirkin_cost_matrix, window=(8, 14))
+    assert len(out["U"]) == t_count - 1  # the last iteration is the reference itself (w = 0): dropped
     assert exact[0] > 1.0 and exact[-1] < 0.02 * exact[0]
     # a point-mass start is not overdispersed, so U need not be conservative; it is close to the
     # truth where the distance is large, L stays below it, and the trace falls to ~0
     assert out["U_lower"][0] > 0 and abs(out["U"][0] - exact[0]) < 0.1 * exact[0]
-    body = slice(0, t_count - 1)  # the last iteration is the reference itself (w = 0)
-    assert (out["L_lower"][body] <= exact[body]).mean() >= 0.9
+    assert (out["L_lower"] <= exact[:-1]).mean() >= 0.9
     late = slice(6, 14)
     assert ((out["U_lower"][late] <= 0) & (out["U_upper"][late] >= 0)).mean() >= 0.75  # covers 0 once mixed
 
@@ -144,15 +147,17 @@ def test_suggest_window_and_errors():
         w2_traces(np.zeros((3, 5, 2)), method="split")
 
 
-def sampled_dpmm(chains=32, draws=36):
-    y = pmp.datasets.load_galaxies()[:40] / 1000.0
+def sampled_dpmm(chains=32, draws=36, n=40, gibbs_step=False):
+    """A DPMM on the first n galaxies from n singletons (mu from 0 to 40 across the chains):
+    pm.sample assigns the steps, or with ``gibbs_step`` the partition's is pmp.CollapsedGibbs."""
+    y = pmp.datasets.load_galaxies()[:n] / 1000.0
     with pm.Model() as model:
         z = pmp.Partition("z", pmp.CRP(1.0), n=len(y), initval="singletons")
         mu = pm.Normal("mu", 20.0, 5.0)
         pm.Normal("noise", mu, 1.0, observed=y.mean())
         pmp.NormalNormal("y", partition=z, mu0=20.0, sigma0=10.0, sigma=1.0, observed=y)
         idata = pm.sample(draws=draws, tune=0, chains=chains, cores=1, random_seed=3, progressbar=False,
-                          compute_convergence_checks=False,
+                          compute_convergence_checks=False, step=[pmp.CollapsedGibbs([z])] if gibbs_step else None,
                           initvals=[{"mu": v} for v in np.linspace(0.0, 40.0, chains)])
     return model, idata
 
@@ -172,7 +177,9 @@ def test_w2_convergence_group_on_pm_sample_output(tmp_path):
     axes = pmp.plot_w2_convergence(out)
     assert len(axes) == 2
     thinned = pmp.w2_convergence(idata, model=model, thin=5, method="split", overwrite=True)
-    assert thinned["w2_convergence"].sizes["draw"] == 8
+    # draws 0, 5, ..., 35; the last (35) is the reference and is not reported
+    np.testing.assert_array_equal(thinned["w2_convergence"]["draw"].values, np.arange(0, 31, 5))
+    assert thinned["w2_convergence"].attrs["reference_draw"] == 35
 
 
 def test_w2_convergence_errors():

@@ -297,8 +297,11 @@ def test_input_validation():
             f(x, y, y2[:9])
         with pytest.raises(ValueError, match="at least 2"):
             f(x[:1], y[:1], y2[:1])
-        for ci in (0.0, 1.0, 1.5, -0.1, "0.95"):
+        for ci in (0.0, 1.0, 1.5, -0.1, np.nan):
             with pytest.raises(ValueError, match="ci"):
+                f(x, y, y2, ci=ci)
+        for ci in ("0.95", True, None):  # the wrong kind: TypeError (pymc_partitions._checks convention)
+            with pytest.raises(TypeError, match="ci must be a number"):
                 f(x, y, y2, ci=ci)
         with pytest.raises(ValueError, match="length 10"):
             f(x, y, y2, batches=np.arange(9))
@@ -316,3 +319,29 @@ def test_input_validation():
         batch_means_se(np.arange(4.0), [1, 1, 1, 1])
     with pytest.raises(ValueError, match="length 4"):
         batch_means_se(np.arange(4.0), [0, 1])
+
+
+def test_hostile_samples_and_costs():
+    """NaN draws, a cost that is not a function or returns NaN, a bad iteration cap: clear errors
+    naming the culprit, not a failure deep inside POT."""
+    rng = np.random.default_rng(11)
+    x, y, y2 = rng.normal(size=(3, 10, 2))
+    bad = x.copy()
+    bad[3, 1] = np.nan
+    with pytest.raises(ValueError, match="a holds NaN or infinite values"):
+        squared_euclidean(bad, y)
+    for f in (centered_u, centered_l):
+        with pytest.raises(ValueError, match="NaN or infinite"):
+            f(bad, y, y2)
+        with pytest.raises(TypeError, match="cost must be a function"):
+            f(x, y, y2, cost="sqeuclidean")
+        with pytest.raises(ValueError, match=r"cost\(a, b\) returned NaN"):
+            f(x, y, y2, cost=lambda a, b: np.full((len(a), len(b)), np.nan))
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        hedged(x, x, y, np.where(y2 > 0, np.inf, y2))
+    with pytest.raises(ValueError, match="num_iter_max must be an integer >= 1"):
+        plugin_w2(squared_euclidean(x, y), num_iter_max=0)
+    with pytest.raises(TypeError, match="num_iter_max must be an integer"):
+        plugin_w2(squared_euclidean(x, y), num_iter_max="many")
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        batch_means_se(np.array([1.0, np.nan, 2.0, 3.0]), [0, 0, 1, 1])

@@ -30,6 +30,8 @@ import numpy as np
 from scipy.spatial.distance import cdist
 from scipy.stats import norm
 
+from .._checks import integer, real
+
 __all__ = [
     "Estimate",
     "PlugIn",
@@ -63,6 +65,8 @@ def _points(a, name):
         a = a[:, None]
     if a.ndim != 2:
         raise ValueError(f"{name} must have shape (n,) or (n, d), got {a.shape}")
+    if not np.all(np.isfinite(a)):
+        raise ValueError(f"{name} holds NaN or infinite values")
     return a
 
 
@@ -116,6 +120,7 @@ def plugin_w2(cost: np.ndarray, num_iter_max: int | None = None) -> PlugIn:
     n, m = c.shape
     if num_iter_max is None:
         num_iter_max = max(NUM_ITER_MAX_MIN, NUM_ITER_MAX_FACTOR * n * m)
+    num_iter_max = integer("num_iter_max", num_iter_max, low=1, owner="plugin_w2")
     a = np.full(n, 1.0 / n)
     b = np.full(m, 1.0 / m)
     with warnings.catch_warnings():
@@ -155,6 +160,8 @@ def batch_means_se(values, batches) -> float:
     values = np.asarray(values, dtype=np.float64)
     if values.ndim != 1:
         raise ValueError("values must be one-dimensional")
+    if not np.all(np.isfinite(values)):
+        raise ValueError("values hold NaN or infinite entries")
     labels = _check_batches(batches, values.size)
     _, inverse, counts = np.unique(labels, return_inverse=True, return_counts=True)
     means = np.bincount(inverse, weights=values) / counts
@@ -179,8 +186,7 @@ def _se(values, batches):
 
 
 def _z(ci):
-    if not (isinstance(ci, (int, float, np.floating)) and 0.0 < ci < 1.0):
-        raise ValueError(f"ci must be a number in (0, 1), got {ci!r}")
+    ci = real("ci", ci, low=0.0, high=1.0, low_open=True, high_open=True)
     return float(norm.ppf(0.5 + ci / 2.0))
 
 
@@ -200,6 +206,8 @@ class _Pair:
 
 
 def _solve_pair(x, y, y2, cost, batches=None) -> _Pair:
+    if not callable(cost):
+        raise TypeError(f"cost must be a function cost(a, b) -> matrix of squared distances, got {cost!r}")
     n = _length(x, "x")
     if _length(y, "y") != n or _length(y2, "y2") != n:
         raise ValueError(
@@ -214,6 +222,8 @@ def _solve_pair(x, y, y2, cost, batches=None) -> _Pair:
         m = np.asarray(cost(a, b), dtype=np.float64)
         if m.shape != (n, n):
             raise ValueError(f"cost(a, b) must return an ({n}, {n}) matrix, got {m.shape}")
+        if not np.all(np.isfinite(m)):
+            raise ValueError("cost(a, b) returned NaN or infinite entries (NaN or infinite draws?)")
         pairs.append(plugin_w2(m))
     return _Pair(*pairs)
 

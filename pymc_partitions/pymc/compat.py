@@ -44,8 +44,10 @@ Differences handled here
    default) and ``az.from_netcdf(path)`` (lazy by default). DataTree:
    ``tree.to_netcdf(path)`` and ``xarray.open_datatree(path)`` -- ArviZ 1.x's
    ``az.from_netcdf`` *is* ``xarray.open_datatree``. Both write one netCDF4/HDF5 group
-   per ArviZ group, so a file written by either loads with either. See :func:`save`,
-   :func:`load`.
+   per ArviZ group, so a file written by either loads with either (tested with files
+   written by each line, tests/data). On top of both: atomic writes, attribute values
+   netCDF cannot store written as prefixed JSON and decoded on load (same types back),
+   and clear errors for files that are not results. See :func:`save`, :func:`load`.
 6. Starting values. ``pm.sample(initvals=...)`` turns a value into the variable's dtype with
    ``pt.as_tensor(value).astype(dtype)`` in ``pymc.initial_point.make_initial_point_expression``
    (same keyword-only signature in both lines), so labels ``0.5`` silently become ``0``.
@@ -55,7 +57,11 @@ Differences handled here
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
+import shutil
+import uuid
 import warnings
 from collections.abc import Mapping
 from typing import Any
@@ -66,6 +72,8 @@ import xarray as xr
 from pymc.step_methods import STEP_METHODS, BlockedStep, CompoundStep
 from pymc.step_methods.compound import Competence
 from pymc.util import get_random_generator
+
+from .._checks import boolean
 
 __all__ = [
     "PYMC_MAJOR",
@@ -232,6 +240,8 @@ def posterior_dataset(result, group: str = "posterior") -> xr.Dataset:
     ``KeyError`` if the group does not exist.
     """
     _check_result(result)
+    if not isinstance(group, str):
+        raise TypeError(f"group must be a group name (str), got {group!r}")
     if group not in group_names(result):
         raise KeyError(f"no group {group!r}; available: {group_names(result)}")
     if is_datatree(result):
@@ -286,6 +296,7 @@ def add_groups(result, groups: Mapping[str, xr.Dataset], *, overwrite: bool = Fa
     (``InferenceData.attrs`` / the tree root's ``attrs``) and group attributes are kept.
     """
     _check_result(result)
+    overwrite = boolean("overwrite", overwrite, owner="add_groups")
     new = _validate_groups(groups)
     existing = group_names(result)
     clash = [g for g in new if g in existing]
@@ -322,15 +333,168 @@ def new_result(groups: Mapping[str, xr.Dataset]):
         return arviz.InferenceData(**new)
 
 
+def _path(path, owner: str) -> str:
+    if isinstance(path, bytes) or not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"{owner}: path must be a str or os.PathLike, got {type(path).__name__}")
+    path = os.fspath(path)
+    if not isinstance(path, str) or not path:
+        raise ValueError(f"{owner}: path must be a non-empty file name, got {path!r}")
+    return path
+
+
+# --- attributes: netCDF stores numbers, strings, 1-d numeric arrays and lists of >= 2 strings;
+# everything else is written as JSON behind a prefix and decoded on load ----------------------
+
+#: Prefix of attribute values that :func:`save` wrote as JSON (and :func:`load` decodes).
+ATTR_PREFIX = "pmp-json:"
+_TAG = "__pmp_type__"
+_NATIVE_KINDS = "iuf"  # signed / unsigned integers and floats (float16 and complex excluded below)
+_INT64 = (-(2**63), 2**63 - 1)
+
+
+def _native_dtype(dtype) -> bool:
+    return dtype.kind in _NATIVE_KINDS and dtype.itemsize >= (1 if dtype.kind in "iu" else 4)
+
+
+def _is_native(value) -> bool:
+    """True if netCDF stores ``value`` and gives back an equal value of the same type (up to
+    int64 / float64 scalars, which :func:`_decode_attr` turns back into int / float)."""
+    if isinstance(value, str):
+        return not value.startswith(ATTR_PREFIX)
+    if type(value) is int:
+        return _INT64[0] <= value <= _INT64[1]
+    if type(value) is float:
+        return True
+    if isinstance(value, np.generic):
+        return _native_dtype(value.dtype)
+    if isinstance(value, np.ndarray):
+        return value.ndim == 1 and value.size >= 2 and _native_dtype(value.dtype)
+    if type(value) is list:
+        return len(value) >= 2 and all(type(v) is str and not v.startswith(ATTR_PREFIX) for v in value)
+    return False
+
+
+def _to_json(value, where: str):
+    """A JSON-able form of ``value`` that :func:`_from_json` turns back into an equal value of the same type."""
+    if value is None or type(value) in (bool, int, float, str):
+        return value
+    if type(value) is list:
+        return [_to_json(v, where) for v in value]
+    if type(value) is tuple:
+        return {_TAG: "tuple", "items": [_to_json(v, where) for v in value]}
+    if type(value) is dict:
+        bad = [k for k in value if type(k) is not str or k == _TAG]
+        if bad:
+            raise TypeError(f"pmp.save: attribute {where}: dict keys must be strings (not {_TAG!r}), got {bad!r}")
+        return {k: _to_json(v, where) for k, v in value.items()}
+    if isinstance(value, (np.generic, np.ndarray)) and value.dtype.kind in "biufU":
+        array = np.asarray(value)
+        return {_TAG: "ndarray" if isinstance(value, np.ndarray) else "scalar", "dtype": array.dtype.str,
+                "shape": list(array.shape), "data": array.ravel().tolist()}
+    raise TypeError(f"pmp.save: attribute {where} is of type {type(value).__name__} ({value!r:.80}), which cannot be "
+                    "stored; use numbers, strings, bools, None, lists, tuples, dicts with string keys and numpy "
+                    "arrays of numbers, bools or strings")
+
+
+def _from_json(obj: dict):
+    kind = obj.get(_TAG)
+    if kind is None:
+        return obj
+    if kind == "tuple":
+        return tuple(obj["items"])
+    array = np.array(obj["data"], dtype=np.dtype(obj["dtype"])).reshape(obj["shape"])
+    return array if kind == "ndarray" else array[()]
+
+
+def _encode_attr(value, where: str):
+    if _is_native(value):
+        return value
+    return ATTR_PREFIX + json.dumps(_to_json(value, where), ensure_ascii=False, allow_nan=True)
+
+
+def _decode_attr(value, where: str):
+    if isinstance(value, str) and value.startswith(ATTR_PREFIX):
+        return json.loads(value[len(ATTR_PREFIX):], object_hook=_from_json)
+    if type(value) is np.int64:
+        return int(value)
+    if type(value) is np.float64:
+        return float(value)
+    return value
+
+
+def _map_dataset(ds: xr.Dataset, fn, where: str) -> xr.Dataset:
+    """A shallow copy of ``ds`` with ``fn(value, where)`` applied to its and its variables' attrs."""
+    ds = ds.copy(deep=False)
+    ds.attrs = {k: fn(v, f"{k!r} of {where}") for k, v in ds.attrs.items()}
+    for name, var in ds.variables.items():
+        var.attrs = {k: fn(v, f"{k!r} of variable {name!r} in {where}") for k, v in var.attrs.items()}
+    return ds
+
+
+def _map_attrs(result, fn):
+    """A shallow copy of ``result`` (same type) with ``fn`` applied to every attribute value:
+    root, groups and variables."""
+    if is_datatree(result):
+        out = result.copy(deep=False)
+        for node in out.subtree:
+            where = "the root" if node.is_root else f"group {node.path.strip('/')!r}"
+            node.dataset = _map_dataset(node.to_dataset(inherit=False), fn, where)
+        return out
+    groups = {g: _map_dataset(result[g], fn, f"group {g!r}") for g in group_names(result)}
+    attrs = {k: fn(v, f"{k!r} of the root") for k, v in result.attrs.items()}  # as _map_dataset's
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*not defined in the InferenceData scheme")
+        return type(result)(attrs=attrs or None, **groups)
+
+
+# --- files ------------------------------------------------------------------------------------
+
+
 def save(result, path: str | os.PathLike, *, compress: bool = True) -> str:
     """Write a sampling result to a netCDF4 (HDF5) file with h5netcdf; return the path.
 
-    InferenceData -> ``result.to_netcdf(path, engine="h5netcdf", compress=...)``;
-    DataTree -> ``result.to_netcdf(path, engine="h5netcdf")`` with zlib encoding per
-    variable when ``compress``. An existing file is overwritten.
+    InferenceData -> ``result.to_netcdf(..., engine="h5netcdf", compress=...)``;
+    DataTree -> ``result.to_netcdf(..., engine="h5netcdf")`` with zlib encoding per
+    variable when ``compress``. An existing file is replaced.
+
+    The file is written atomically: to a temporary file in the same directory, renamed over
+    ``path`` (``os.replace``) only once complete. A failure part-way leaves any previous file
+    intact and no partial file.
+
+    Attributes (of the root, the groups and the variables) that netCDF cannot store as they
+    are -- bools, None, lists other than of two or more strings, tuples, dicts, arrays of other
+    shapes or dtypes -- are written as JSON strings prefixed with ``"pmp-json:"``, which
+    :func:`load` decodes: what ``save`` writes, ``load`` gives back with the same types
+    (int64 / float64 scalars come back as Python int / float). Other readers see those
+    strings. An attribute that cannot be written at all raises ``TypeError`` before anything
+    is written.
     """
     _check_result(result)
-    path = os.fspath(path)
+    compress = boolean("compress", compress, owner="pmp.save")
+    name = _path(path, "pmp.save")
+    target = os.path.realpath(name)  # write through a symbolic link, not over it
+    if os.path.isdir(target):
+        raise IsADirectoryError(f"pmp.save: {name!r} is a directory")
+    directory = os.path.dirname(target)
+    if not os.path.isdir(directory):
+        raise FileNotFoundError(f"pmp.save: the directory of {name!r} does not exist")
+    if not group_names(result):
+        raise ValueError("pmp.save: the result has no groups; there is nothing to save")
+    encoded = _map_attrs(result, _encode_attr)
+    temporary = os.path.join(directory, f".{os.path.basename(target)}.{uuid.uuid4().hex[:12]}.tmp")
+    try:
+        _write(encoded, temporary, compress)
+        if os.path.exists(target):
+            shutil.copymode(target, temporary)
+        os.replace(temporary, target)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(temporary)
+        raise
+    return name
+
+
+def _write(result, path: str, compress: bool) -> None:
     if is_datatree(result):
         encoding = None
         if compress:
@@ -346,11 +510,25 @@ def save(result, path: str | os.PathLike, *, compress: bool = True) -> str:
         result.to_netcdf(path, mode="w", engine="h5netcdf", encoding=encoding or None)
     else:
         result.to_netcdf(path, compress=compress, engine="h5netcdf")
-    return path
 
 
 def _compressible(dtype) -> bool:
     return np.issubdtype(dtype, np.number) or np.issubdtype(dtype, np.bool_)
+
+
+_NOT_NETCDF4 = "is not a netCDF4/HDF5 file written by pmp.save or ArviZ"
+
+
+def _layout(path: str, name: str):
+    """(top-level group names, root variable names, names of groups holding groups) of a netCDF4 file."""
+    import h5netcdf  # noqa: PLC0415
+
+    try:
+        with h5netcdf.File(path, "r") as f:
+            groups = list(f.groups)
+            return groups, list(f.variables), [g for g in groups if f.groups[g].groups]
+    except OSError as err:
+        raise ValueError(f"pmp.load: {name!r} {_NOT_NETCDF4} (truncated or damaged? {err})") from err
 
 
 def load(path: str | os.PathLike):
@@ -358,15 +536,54 @@ def load(path: str | os.PathLike):
 
     Returns the installed PyMC's result type: ``arviz.InferenceData`` on PyMC 5
     (``az.from_netcdf``), ``xarray.DataTree`` on PyMC 6 (``xarray.open_datatree``,
-    which is what ArviZ 1.x's ``az.from_netcdf`` does). Data are loaded eagerly and
-    the file is closed, so it can be overwritten or deleted afterwards.
+    which is what ArviZ 1.x's ``az.from_netcdf`` does); a file written under either line loads
+    under both. Data are loaded eagerly and the file is closed, so it can be overwritten or
+    deleted afterwards. Attributes :func:`save` wrote as JSON are decoded.
+
+    Raises ``FileNotFoundError`` for a missing file, ``IsADirectoryError`` for a directory and
+    ``ValueError`` for a file that is not a result: not netCDF4/HDF5 (truncated, damaged, or
+    something else), netCDF3 (which has no groups, so it cannot hold one), a netCDF4 file with
+    no groups (a single dataset: use ``xarray.open_dataset``), or, on PyMC 5, a file with data
+    InferenceData cannot hold (variables at the root, groups inside groups).
     """
-    path = os.fspath(path)
-    if RESULT_IS_DATATREE:
-        with xr.open_datatree(path, engine="h5netcdf") as tree:
-            return tree.load()
-    with _az.rc_context({"data.load": "eager"}):
-        return _az.from_netcdf(path, engine="h5netcdf")
+    import h5py  # noqa: PLC0415
+
+    name = _path(path, "pmp.load")
+    if not os.path.exists(name):
+        raise FileNotFoundError(f"pmp.load: no such file: {name!r}")
+    if os.path.isdir(name):
+        raise IsADirectoryError(f"pmp.load: {name!r} is a directory, not a netCDF4 file (a zarr store? "
+                                "pmp.load reads the netCDF4 files pmp.save writes)")
+    with open(name, "rb") as fh:
+        head = fh.read(4)
+    if head[:3] == b"CDF" and head[3:] in (b"\x01", b"\x02", b"\x05"):
+        raise ValueError(f"pmp.load: {name!r} is a netCDF3 file. netCDF3 has no groups, so it holds a single "
+                         "dataset, not a result (pmp.save and ArviZ write netCDF4 with one group per result "
+                         "group); open it with xarray.open_dataset")
+    if not h5py.is_hdf5(name):
+        raise ValueError(f"pmp.load: {name!r} {_NOT_NETCDF4}{' (it is empty)' if not head else ''}")
+    groups, root_vars, nested = _layout(name, name)
+    if not groups:
+        raise ValueError(f"pmp.load: {name!r} holds a single dataset (a netCDF4 file with no groups"
+                         f"{'' if root_vars else ' and no variables'}), not a result with groups such as "
+                         "'posterior'; open it with xarray.open_dataset")
+    if not RESULT_IS_DATATREE and (root_vars or nested):
+        what = [f"variables {root_vars} at the root"] if root_vars else []
+        what += [f"groups inside the groups {nested}"] if nested else []
+        raise ValueError(f"pmp.load: {name!r} holds {' and '.join(what)}, which arviz.InferenceData cannot hold "
+                         "(it would drop them); read it with xarray.open_datatree")
+    try:
+        if RESULT_IS_DATATREE:
+            with xr.open_datatree(name, engine="h5netcdf") as tree:
+                result = tree.load()
+        else:
+            with _az.rc_context({"data.load": "eager"}):
+                result = _az.from_netcdf(name, engine="h5netcdf")
+    except OSError as err:
+        raise ValueError(f"pmp.load: {name!r} {_NOT_NETCDF4} (damaged? {err})") from err
+    if not group_names(result):
+        raise ValueError(f"pmp.load: {name!r} holds only empty groups {groups}")
+    return _map_attrs(result, _decode_attr)
 
 
 # ---------------------------------------------------------------------------------------
