@@ -7,7 +7,8 @@ Partition priors (:class:`CRP`, :class:`PitmanYor`, :class:`FiniteDirichlet`), t
 :class:`SAMS` to interleave with it; :class:`EscobarWest` and :class:`PriorSlice` for prior
 parameters). Unbiased estimates from coupled chains: :func:`sample_unbiased`,
 :func:`summarize_unbiased`, with functions of the partition in :mod:`pymc_partitions.h`.
-Centered W2 diagnostics: :func:`w2_convergence`, :func:`plot_w2_convergence`, :func:`w2_bias`.
+Centered W2 diagnostics: :func:`w2_convergence` (warns with :class:`W2ConvergenceWarning` when the
+chains have not reached stationarity), :func:`plot_w2_convergence`, :func:`w2_bias`.
 """
 
 from . import datasets, partition
@@ -17,6 +18,7 @@ from .pymc.distributions import BetaBernoulli, NormalInverseWishart, NormalNorma
 from . import h
 from .coupling.unbiased import suggest_k_m
 from .pymc.steps import PGSM, SAMS, CollapsedGibbs, EscobarWest, PriorSlice, register as _register
+from .diagnostics.convergence import W2ConvergenceWarning
 from .pymc.diagnostics import plot_w2_convergence, w2_bias, w2_convergence
 from .pymc.unbiased import sample_unbiased, summarize_unbiased
 
@@ -41,6 +43,7 @@ __all__ = [
     "w2_convergence",
     "plot_w2_convergence",
     "w2_bias",
+    "W2ConvergenceWarning",
     "sample_unbiased",
     "summarize_unbiased",
     "suggest_k_m",

@@ -95,6 +95,22 @@ def test_non_canonical_integer_vectors_are_refused(counts):
         with_w2(idata, model="model")
 
 
+def test_indicator_vectors_starting_with_zero_are_ambiguous():
+    """A Bernoulli indicator vector whose first entry is always 0 is canonical; treating it as a
+    partition would silently change the ground cost, so without a model it is refused."""
+    with pm.Model() as model:
+        b = pm.Bernoulli("b", p=np.array([0.0, 0.5, 0.5, 0.5]))
+        x = pm.Normal("x", 0.0, 1.0)
+        idata = quiet_sample(draws=10, chains=4, step=[pm.BinaryGibbsMetropolis([b]), pm.Metropolis([x])],
+                             random_seed=2)
+    assert is_canonical(compat.posterior_dataset(idata)["b"].values)
+    with pytest.raises(ValueError, match=r"variable 'b' holds only 0/1 values \(an indicator vector or a two-block "
+                                         r"partition\).*model="):
+        with_w2(idata)
+    group = with_w2(idata, model=model)["w2_convergence"]
+    assert group.attrs["continuous_vars"] == ["b", "x"] and group.attrs["partition_vars"] == []
+
+
 def test_is_canonical():
     assert is_canonical([0, 0, 1, 2, 1]) and is_canonical([[0, 1], [0, 0]])
     assert not is_canonical([1, 0]) and not is_canonical([0, 2]) and not is_canonical([0, -1])

@@ -8,9 +8,11 @@ Which variables are partitions: those named by ``partitions=``; else the ``pmp.P
 variables of ``model=`` (or of the model in context); else, from the draws themselves, every
 integer variable with one dimension besides (chain, draw) whose every draw is a canonical label
 vector (first-appearance order: ``labels[0] == 0`` and each label at most one more than the
-largest before it), which is how this package's step methods store partitions. An integer
-vector variable that is not canonical cannot be told apart from a vector of integers and is
-refused (pass ``model=`` or ``partitions=``); integer scalars are numbers.
+largest before it), which is how this package's step methods store partitions, with a label 2
+or more somewhere. An integer vector variable that is not canonical, or holds only 0/1 values
+(a Bernoulli indicator vector starting with 0 is canonical too), cannot be told apart from a
+vector of integers and is refused (pass ``model=`` or ``partitions=``); integer scalars are
+numbers.
 """
 
 from __future__ import annotations
@@ -116,13 +118,17 @@ def _labels(values: np.ndarray, name: str, owner: str) -> np.ndarray:
 
 
 def _auto_partition(values: np.ndarray, what: str, owner: str, remedy: str) -> bool:
-    """The draws-only rule: integer with one non-sample dimension and canonical -> partition."""
+    """The draws-only rule: integer with one non-sample dimension, canonical and not only 0/1
+    -> partition. A 0/1 vector starting with 0 is canonical too (a Bernoulli indicator, or a
+    partition that never has more than two blocks): refused as ambiguous, like non-canonical ones."""
     if not np.issubdtype(values.dtype, np.integer) or values.ndim != 3:
         return False
-    if is_canonical(values):
+    if is_canonical(values) and values.max() > 1:
         return True
-    raise ValueError(f"{owner}: {what} holds integer vectors that are not canonical partition labels, so it cannot "
-                     f"be told whether it is a partition or a vector of integers. {remedy}")
+    kind = "only 0/1 values (an indicator vector or a two-block partition)" if is_canonical(values) else \
+        "integer vectors that are not canonical partition labels"
+    raise ValueError(f"{owner}: {what} holds {kind}, so it cannot be told whether it is a partition or a vector "
+                     f"of integers. {remedy}")
 
 
 def _partition_names(values, names, partitions, model, owner):
