@@ -372,7 +372,13 @@ class _Processes:
         self.ctx, self.job_bytes, self.pair_timeout, self.report = ctx, job_bytes, pair_timeout, report
         self.lanes = size
         self.events = []
-        self.workers = [self._start() for _ in range(size)]
+        self.workers = []
+        try:
+            for _ in range(size):
+                self.workers.append(self._start())
+        except BaseException:  # a second Ctrl-C, or no more processes: leave none behind
+            self.close()
+            raise
 
     def _start(self):
         here, there = self.ctx.Pipe()
@@ -413,10 +419,10 @@ class _Processes:
             pass
         return out
 
-    def _replace(self, lane, kind, message):
-        """End the process of ``lane`` (if it still runs), report its pairs and start a fresh one."""
+    def _replace(self, lane, kind, message, events):
+        """End the process of ``lane`` (if it still runs), report its pairs and start a fresh one.
+        ``events``: what was drained from its pipe just before."""
         w = self.workers[lane]
-        events = self._drain(lane)  # what it finished before it died
         if w.proc.is_alive():
             w.proc.kill()
         w.proc.join()
@@ -438,15 +444,20 @@ class _Processes:
             events.extend(self._drain(lane))
         for lane in sorted({sentinels[r] for r in ready if r in sentinels}):
             self.report.worker_failures += 1
-            events.extend(self._replace(lane, "lost", None))
+            events.extend(self._replace(lane, "lost", None, self._drain(lane)))  # it may have finished some first
         return events
 
     def overdue(self, limit):
         now = time.perf_counter()
         return [i for i, w in enumerate(self.workers) if w.queue and now - w.started > limit]
 
-    def stop_lane(self, lane, message):
-        return self._replace(lane, "failed", message)
+    def stop_lane(self, lane, message, limit):
+        """End the worker of ``lane`` if its pair is still past ``limit`` seconds (it may have just finished)."""
+        events = self._drain(lane)
+        w = self.workers[lane]
+        if w.queue and time.perf_counter() - w.started > limit:
+            events += self._replace(lane, "failed", message, [])
+        return events
 
     def close(self):
         """End every worker at once (they hold nothing worth waiting for: finished pairs are in)."""
@@ -544,7 +555,7 @@ class _Foreign:
         now = time.perf_counter()
         return [fut for fut, (_, _, since) in self.futures.items() if since is not None and now - since > limit]
 
-    def stop_lane(self, fut, message):
+    def stop_lane(self, fut, message, limit):
         """A pair stuck past its time limit in a thread or process we cannot stop: given up on."""
         lane, key, _ = self.futures.pop(fut)
         fut.cancel()
@@ -731,7 +742,7 @@ def _drive(backend, plan, report, stop, retries, pair_timeout, progress):
         events = backend.wait(POLL)
         if limit is not None:
             for lane in backend.overdue(limit):
-                events.extend(backend.stop_lane(lane, _timeout_message(pair_timeout)))
+                events.extend(backend.stop_lane(lane, _timeout_message(pair_timeout), limit))
         _collect(events, report, plan, deaths, retries, late=stop.why() == DEADLINE)
         if progress and events:
             progress(report)
