@@ -48,7 +48,7 @@ from .split_merge import GibbsPGSM
 from .sweep import COUPLINGS, GibbsSweeps
 from .unbiased import PairResult, PairStopped, check_k_m, run_pair
 
-__all__ = ["Interrupts", "UnbiasedJob", "RunReport", "run_pairs", "check_seed", "check_timeout"]
+__all__ = ["Interrupts", "UnbiasedJob", "RunReport", "run_pairs", "check_init", "check_mp_ctx", "check_seed", "check_timeout"]
 
 INITS = ("prior", "singletons", "one_block")
 POLL = 0.05  # seconds between two looks at the stop flag, the deadline and the running pairs' clocks
@@ -622,7 +622,8 @@ class _Budget:
 # ---------------------------------------------------------------------------------------------
 
 
-def _context(mp_ctx):
+def check_mp_ctx(mp_ctx):
+    """None, a start method's name or a multiprocessing context, as a context."""
     if mp_ctx is None or isinstance(mp_ctx, str):
         methods = multiprocessing.get_all_start_methods()
         if isinstance(mp_ctx, str) and mp_ctx not in methods:
@@ -691,7 +692,7 @@ def run_pairs(job: UnbiasedJob, n_pairs: int | None = None, random_seed=None, co
                 if workers == 1:
                     backend = _InProcess(job_bytes, pair_timeout, stop)
                 else:
-                    backend = _Processes(workers, job_bytes, _context(mp_ctx), pair_timeout, report)
+                    backend = _Processes(workers, job_bytes, check_mp_ctx(mp_ctx), pair_timeout, report)
             report.workers = workers
             plan = _Fixed(n_pairs, root) if n_pairs is not None else _Budget(backend.lanes, root)
             _drive(backend, plan, report, stop, retries, pair_timeout, progress)

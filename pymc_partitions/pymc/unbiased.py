@@ -16,9 +16,10 @@ import pandas as pd
 import pymc as pm
 import xarray as xr
 
-from .._checks import boolean, choice, integer, probability
+from .._checks import boolean, choice, integer, probability, real
 from ..coupling.functions import largest_proportion, n_clusters
-from ..coupling.parallel import Interrupts, RunReport, UnbiasedJob, check_init, check_seed, check_timeout, run_pairs
+from ..coupling.parallel import (Interrupts, RunReport, UnbiasedJob, check_init, check_mp_ctx, check_seed, check_timeout,
+                                 run_pairs)
 from ..coupling.split_merge import pgsm_settings
 from ..coupling.sweep import COUPLINGS
 from ..coupling.unbiased import check_h_value, check_k_m, suggest_k_m
@@ -265,6 +266,8 @@ def sample_unbiased(model=None, h=None, n_pairs: int | None = 100, coupling: str
     progressbar = boolean("progressbar", progressbar, owner=owner)
     record_distance = boolean("record_distance", record_distance, owner=owner)
     root = check_seed(random_seed, owner)
+    if executor is None:
+        check_mp_ctx(mp_ctx)
     rv = _partition_of(model)
     terms = PartitionTerms(model, rv)
     pgsm = pgsm_settings(pgsm, terms.n)
@@ -400,11 +403,17 @@ def summarize_unbiased(result, var_names=None, ci: float = 0.95) -> pd.DataFrame
     ``ci_lower``, ``ci_upper``, ``n_pairs`` (pairs averaged) and ``n_met``. Pairs that did not
     meet are left out of the average with a warning, since the average is then biased.
     """
+    ci = real("ci", ci, low=0.0, high=1.0, low_open=True, high_open=True, owner="summarize_unbiased")
     ds = made_group(result, "unbiased", "pmp.sample_unbiased")
     meeting = made_group(result, "meeting", "pmp.sample_unbiased")
     met = meeting["met"].values
-    if not 0 < ci < 1:
-        raise ValueError(f"ci must be in (0, 1), got {ci}")
+    if var_names is not None:
+        var_names = [var_names] if isinstance(var_names, str) else var_names
+        if not isinstance(var_names, (list, tuple)) or not all(isinstance(v, str) for v in var_names):
+            raise TypeError(f"summarize_unbiased: var_names must be None, a name or a list of names, got {var_names!r}")
+        unknown = [v for v in var_names if v not in ds.data_vars]
+        if unknown:
+            raise ValueError(f"summarize_unbiased: no estimated quantity named {unknown}; there are {list(ds.data_vars)}")
     if not met.all():
         warnings.warn(f"{int((~met).sum())} of {met.size} pairs did not meet or failed: the summary averages the "
                       "others and is biased", stacklevel=2)
