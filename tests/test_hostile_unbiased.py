@@ -335,7 +335,7 @@ def test_pair_timeout_in_this_process_stops_between_iterations(model):
 
 def test_a_hung_pair_on_a_thread_pool_is_given_up(model):
     """A thread cannot be stopped: the pair is reported failed and the run goes on."""
-    run = dict(FIXED, h=SlowK(), n_pairs=8, init=Singletons({1}, seconds=3.0), pair_timeout=0.5)
+    run = dict(FIXED, h=SlowK(), n_pairs=8, init=Singletons({1}, seconds=1.5), pair_timeout=0.5)
     with cf.ThreadPoolExecutor(2) as pool, pytest.warns(UserWarning, match="could not be stopped"):
         start = time.perf_counter()
         result = pmp.sample_unbiased(model, executor=pool, **run)

@@ -162,7 +162,6 @@ class RunReport:
     seconds: float = 0.0
     workers: int = 1
     worker_failures: int = 0  # worker processes that died (or executor tasks that failed) while running a pair
-    discarded: int = 0  # pairs in flight at the interrupt or the deadline, dropped
 
 
 # ---------------------------------------------------------------------------------------------
@@ -752,9 +751,9 @@ def _drive(backend, plan, report, stop, retries, pair_timeout, progress):
 def _collect(events, report, plan, deaths, retries, late):
     """Record the events of :func:`_drive` (``late``: past the deadline, results are discarded)."""
     for _lane, key, kind, payload in events:
-        if kind in ("stopped", "done", "failed") and (late or kind == "stopped"):
-            report.discarded += 1  # in flight at the interrupt or the deadline
-        elif kind == "done":
+        if kind == "stopped" or (late and kind in ("done", "failed")):
+            continue  # in flight at the interrupt or the deadline: dropped
+        if kind == "done":
             report.results[key] = payload
         elif kind == "failed":
             report.failed[key] = payload
