@@ -31,6 +31,7 @@ import multiprocessing
 import multiprocessing.connection
 import os
 import signal
+import sys
 import threading
 import time
 import warnings
@@ -314,11 +315,24 @@ class _InProcess:
         pass
 
 
+def _die_with_parent():
+    """Linux: the kernel ends this process when its parent dies, even by SIGKILL and mid-pair
+    (elsewhere a worker notices within a second once its current pair is done)."""
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes  # noqa: PLC0415
+
+            ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL))  # PR_SET_PDEATHSIG
+        except Exception:  # best effort
+            pass
+
+
 def _worker(conn, job_bytes, pair_timeout, parent_pid):
     """Main loop of one of the package's worker processes: pairs in, one message per pair out."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's: it ends the workers itself
     if hasattr(signal, "pthread_sigmask"):
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    _die_with_parent()
     try:
         job, broken = cloudpickle.loads(job_bytes), None
     except Exception as err:  # every pair reports it
