@@ -49,7 +49,8 @@ from .split_merge import GibbsPGSM
 from .sweep import COUPLINGS, GibbsSweeps
 from .unbiased import PairResult, PairStopped, check_k_m, run_pair
 
-__all__ = ["Interrupts", "UnbiasedJob", "RunReport", "run_pairs", "check_init", "check_mp_ctx", "check_seed", "check_timeout"]
+__all__ = ["Interrupts", "UnbiasedJob", "RunReport", "run_pairs", "check_init", "check_mp_ctx", "check_seed",
+           "check_timeout"]
 
 INITS = ("prior", "singletons", "one_block")
 POLL = 0.05  # seconds between two looks at the stop flag, the deadline and the running pairs' clocks

@@ -18,8 +18,8 @@ import xarray as xr
 
 from .._checks import boolean, choice, integer, probability, real
 from ..coupling.functions import largest_proportion, n_clusters
-from ..coupling.parallel import (Interrupts, RunReport, UnbiasedJob, check_init, check_mp_ctx, check_seed, check_timeout,
-                                 run_pairs)
+from ..coupling.parallel import (Interrupts, RunReport, UnbiasedJob, check_init, check_mp_ctx, check_seed,
+                                 check_timeout, run_pairs)
 from ..coupling.split_merge import pgsm_settings
 from ..coupling.sweep import COUPLINGS
 from ..coupling.unbiased import check_h_value, check_k_m, suggest_k_m
@@ -304,8 +304,8 @@ def sample_unbiased(model=None, h=None, n_pairs: int | None = 100, coupling: str
                 warnings.warn(f"interrupted during the pilot run ({len(pilot.results)} of {pilot_pairs} pilot pairs "
                               "done): k and m were not chosen and the main run was not started; the result holds "
                               "no pairs", stacklevel=2)
-                settings.update(interrupted=1, interrupted_during="pilot", worker_failures=failures, workers=pilot.workers,
-                                seconds=time.perf_counter() - start)
+                settings.update(interrupted=1, interrupted_during="pilot", worker_failures=failures,
+                                workers=pilot.workers, seconds=time.perf_counter() - start)
                 return _result(RunReport(), stacked, settings, record_distance)
             k, m = _k_m_from_pilot(pilot)
             k, m, lag, max_iter = check_k_m(k, m, lag, max_iter, owner)
@@ -331,14 +331,14 @@ def sample_unbiased(model=None, h=None, n_pairs: int | None = 100, coupling: str
 
 
 def _k_m_from_pilot(pilot):
-    """(k, m) from the pilot's meeting times; failed pilot pairs count as not met."""
+    """(k, m) from the meeting times of the pilot pairs that did not fail (a warning names the others)."""
     if not pilot.results:
         first = next(iter(pilot.failed.values()), "no result")
         raise RuntimeError(f"every pilot pair failed, e.g. {first}; give k and m, or fix the failure")
     if pilot.failed:
-        warnings.warn(f"{len(pilot.failed)} pilot pairs failed (e.g. {next(iter(pilot.failed.values()))}); they "
-                      "count as not met when k and m are chosen", stacklevel=3)
-    taus = [r.tau if r.met else -1 for r in pilot.results.values()] + [-1] * len(pilot.failed)
+        warnings.warn(f"{len(pilot.failed)} pilot pairs failed (e.g. {next(iter(pilot.failed.values()))}); k and m "
+                      "are chosen from the others", stacklevel=3)
+    taus = [r.tau if r.met else -1 for r in pilot.results.values()]
     return suggest_k_m(taus)
 
 
@@ -413,7 +413,8 @@ def summarize_unbiased(result, var_names=None, ci: float = 0.95) -> pd.DataFrame
             raise TypeError(f"summarize_unbiased: var_names must be None, a name or a list of names, got {var_names!r}")
         unknown = [v for v in var_names if v not in ds.data_vars]
         if unknown:
-            raise ValueError(f"summarize_unbiased: no estimated quantity named {unknown}; there are {list(ds.data_vars)}")
+            raise ValueError(f"summarize_unbiased: no estimated quantity named {unknown}; there are "
+                             f"{list(ds.data_vars)}")
     if not met.all():
         warnings.warn(f"{int((~met).sum())} of {met.size} pairs did not meet or failed: the summary averages the "
                       "others and is biased", stacklevel=2)
