@@ -541,9 +541,10 @@ def test_lower_level_pieces_check_too():
 
 
 def test_spawned_workers_give_the_same_results(model, reference):
-    """The start method of macOS and Windows (the job and the pipe travel pickled). ~10 s: each
-    worker imports PyMC."""
+    """The start method of macOS and Windows (the job and the pipe travel pickled). Each worker
+    takes seconds to import PyMC: that time does not count against pair_timeout."""
     with no_workers_left():
-        got = values(pmp.sample_unbiased(model, h=SlowK(), n_pairs=6, cores=2, mp_ctx="spawn", **FIXED))
+        got = values(pmp.sample_unbiased(model, h=SlowK(), n_pairs=6, cores=2, mp_ctx="spawn", pair_timeout=0.5,
+                                         **FIXED))
     assert len(got) == 6 and all(got[p] == reference[p] for p in got)
 

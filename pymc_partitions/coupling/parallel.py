@@ -338,6 +338,7 @@ def _worker(conn, job_bytes, pair_timeout, parent_pid):
         job, broken = cloudpickle.loads(job_bytes), None
     except Exception as err:  # every pair reports it
         job, broken = None, f"the worker could not load the job: {type(err).__name__}: {err}"
+    conn.send(("ready",))  # the clock of its first pair starts now (spawn takes seconds to import)
     while True:
         while not conn.poll(1.0):
             if os.getppid() != parent_pid:  # the parent is gone (killed): do not linger
@@ -371,10 +372,10 @@ def _exit_reason(code):
 
 
 class _Lane:
-    __slots__ = ("proc", "conn", "queue", "started")
+    __slots__ = ("proc", "conn", "queue", "started", "ready")
 
     def __init__(self, proc, conn):
-        self.proc, self.conn, self.queue, self.started = proc, conn, deque(), 0.0
+        self.proc, self.conn, self.queue, self.started, self.ready = proc, conn, deque(), 0.0, False
 
 
 class _Processes:
@@ -424,10 +425,14 @@ class _Processes:
         """The messages waiting on ``lane``'s pipe."""
         w, out = self.workers[lane], []
         try:
-            while w.queue and w.conn.poll():
-                key, kind, payload = w.conn.recv()
+            while (w.queue or not w.ready) and w.conn.poll():
+                message = w.conn.recv()
+                w.started = time.perf_counter()  # the next pair in its queue starts now
+                if message == ("ready",):
+                    w.ready = True
+                    continue
+                key, kind, payload = message
                 w.queue.popleft()
-                w.started = time.perf_counter()
                 out.append((lane, key, kind, payload))
         except (EOFError, OSError):
             pass
@@ -463,7 +468,7 @@ class _Processes:
 
     def overdue(self, limit):
         now = time.perf_counter()
-        return [i for i, w in enumerate(self.workers) if w.queue and now - w.started > limit]
+        return [i for i, w in enumerate(self.workers) if w.ready and w.queue and now - w.started > limit]
 
     def stop_lane(self, lane, message, limit):
         """End the worker of ``lane`` if its pair is still past ``limit`` seconds (it may have just finished)."""
