@@ -174,7 +174,8 @@ class Interrupts:
     """For the duration of a ``with`` block, Ctrl-C (SIGINT) sets :attr:`event` instead of raising
     KeyboardInterrupt (which, inside compiled code, surfaces as a SystemError or is lost). A second
     Ctrl-C raises KeyboardInterrupt at once. Only the main thread can install signal handlers;
-    elsewhere this does nothing (SIGINT reaches the main thread only anyway)."""
+    elsewhere this does nothing (SIGINT reaches the main thread only anyway), and an ignored
+    SIGINT (``nohup``) stays ignored."""
 
     def __init__(self):
         self.event = threading.Event()
@@ -189,7 +190,7 @@ class Interrupts:
         self.event.set()
 
     def __enter__(self):
-        if threading.current_thread() is threading.main_thread():
+        if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGINT) != signal.SIG_IGN:
             try:
                 self._old = signal.signal(signal.SIGINT, self._handler)
                 self._installed = True
