@@ -99,11 +99,28 @@ class UnbiasedJob:
             return np.arange(n)
         return np.zeros(n, np.int64)
 
+    def kernel(self):
+        kernel = GibbsSweeps(self.pack, self.prior_code, self.prior_params, self.coupling, self.eps)
+        return kernel if self.pgsm is None else GibbsPGSM(kernel, **self.pgsm)
+
+    def warm_up(self):
+        """Load (or compile) the compiled code a pair uses, calling no user code (h, a callable
+        init), so it cannot hang: workers do this before the clock of their first pair starts
+        (``pair_timeout`` measures pairs, not numba's cache)."""
+        try:
+            n, rng, kernel = self.pack.data.shape[0], np.random.default_rng(0), self.kernel()
+            sample_sequential(self.prior_code, self.prior_params, rng.random(n))
+            x, y = kernel.start(np.arange(n)), kernel.start(np.zeros(n, np.int64))
+            kernel.sweep(x, kernel.random_numbers(rng))
+            inter = kernel.coupled_sweep(x, y, kernel.intersections(x, y), kernel.random_numbers(rng))
+            kernel.distance(x, y, inter)
+            x.labels()
+        except Exception:  # the pairs report their own errors
+            pass
+
     def run(self, seed: np.random.SeedSequence, should_stop=None) -> PairResult:
         rng = np.random.default_rng(seed)
-        kernel = GibbsSweeps(self.pack, self.prior_code, self.prior_params, self.coupling, self.eps)
-        if self.pgsm is not None:
-            kernel = GibbsPGSM(kernel, **self.pgsm)
+        kernel = self.kernel()
         x0, y0 = self.initial_labels(rng), self.initial_labels(rng)
         return run_pair(kernel, self.h, x0, y0, rng, self.k, self.m, self.lag, self.max_iter, self.record_distance,
                         should_stop)
@@ -293,6 +310,7 @@ class _InProcess:
 
     def __init__(self, job_bytes, pair_timeout, stop):
         self.job = cloudpickle.loads(job_bytes)  # a copy, as a worker would have
+        self.job.warm_up()
         self.pair_timeout, self.stop = pair_timeout, stop
         self.events = []
 
@@ -339,6 +357,8 @@ def _worker(conn, job_bytes, pair_timeout, parent_pid):
         job, broken = cloudpickle.loads(job_bytes), None
     except Exception as err:  # every pair reports it
         job, broken = None, f"the worker could not load the job: {type(err).__name__}: {err}"
+    if job is not None:
+        job.warm_up()
     conn.send(("ready",))  # the clock of its first pair starts now (spawn takes seconds to import)
     while True:
         while not conn.poll(1.0):
@@ -504,6 +524,7 @@ def _task(job_bytes, digest, token, parent_pid, key, seed, pair_timeout):
     job = _JOBS.get(digest)
     if job is None:
         job = cloudpickle.loads(job_bytes)
+        job.warm_up()
         while len(_JOBS) >= 4:
             _JOBS.pop(next(iter(_JOBS)))
         _JOBS[digest] = job
