@@ -215,7 +215,7 @@ def test_ctrl_c_with_a_time_budget_returns_the_pairs_so_far(model, cores):
 
 
 def test_ctrl_c_during_the_pilot_does_not_start_the_main_run(model):
-    run = dict(h=SlowK(0.002), n_pairs=50, pilot_pairs=400, cores=2, random_seed=3, progressbar=False)
+    run = dict(h=SlowK(0.002), n_pairs=50, pilot_pairs=2000, cores=2, random_seed=3, progressbar=False)
     with no_workers_left(), sigint_after(1.0) as sent, pytest.warns(UserWarning, match="during the pilot"):
         result = pmp.sample_unbiased(model, **run)
     assert time.perf_counter() - sent["at"] < STOP_WITHIN
