@@ -548,3 +548,53 @@ def test_spawned_workers_give_the_same_results(model, reference):
                                          **FIXED))
     assert len(got) == 6 and all(got[p] == reference[p] for p in got)
 
+
+
+DASK_RUN = """
+import json, sys, time, warnings
+warnings.simplefilter("ignore")
+sys.path[:0] = [{root!r}, {tests!r}]
+import pymc as pm, pymc_partitions as pmp
+from distributed import Client, LocalCluster
+from test_hostile_unbiased import FIXED, N, Y, SlowK, values
+
+if __name__ == "__main__":
+    with pm.Model() as model:
+        z = pmp.Partition("z", pmp.CRP(1.0), n=N)
+        pmp.NormalNormal("y", partition=z, mu0=0.0, sigma0=2.0, sigma=1.0, observed=Y)
+    with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None) as cluster, Client(cluster) as client:
+        print("ready", flush=True)
+        result = pmp.sample_unbiased(model, h=SlowK(0.002), n_pairs=3000, executor=client, **FIXED)
+        returned = time.time()
+        attrs = result["unbiased"].attrs
+        print(json.dumps(dict(returned=returned, values=values(result), interrupted=int(attrs["interrupted"]),
+                              during=attrs["interrupted_during"])), flush=True)
+"""
+
+
+def test_ctrl_c_with_a_dask_cluster(reference, tmp_path):
+    """In a child Python (a Dask cluster leaves threads behind, and later tests fork): Ctrl-C to
+    it returns at once; the (at most 2 per worker) tasks running in the cluster are dropped."""
+    pytest.importorskip("distributed")
+    import json  # noqa: PLC0415
+    import subprocess  # noqa: PLC0415
+    import sys  # noqa: PLC0415
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    script = tmp_path / "dask_run.py"
+    script.write_text(DASK_RUN.format(root=os.path.dirname(here), tests=here))
+    child = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True, cwd=tmp_path)
+    try:
+        assert child.stdout.readline().strip() == "ready"
+        time.sleep(3.0)  # the model is built and pairs are running on the cluster
+        sent = time.time()
+        child.send_signal(signal.SIGINT)
+        out = json.loads(child.stdout.readline())
+        assert child.wait(timeout=60) == 0
+    finally:
+        if child.poll() is None:
+            child.kill()
+    assert out["returned"] - sent < STOP_WITHIN
+    assert out["interrupted"] == 1 and out["during"] == "main"
+    got = {int(p): v for p, v in out["values"].items()}
+    assert 5 <= len(got) < 3000 and all(got[p] == reference[p] for p in got if p in reference)
