@@ -622,17 +622,22 @@ _RUNS = itertools.count()
 
 
 class _Fixed:
-    """Pairs 0..n-1; pair i uses the i-th child of the root seed."""
+    """Pairs 0..n-1; pair i uses the i-th child of the root seed (made when needed: n may be huge)."""
 
     def __init__(self, n, root):
-        self.root, self.offset = root, root.n_children_spawned
-        self.todo = deque(range(n))
+        self.root, self.offset, self.n, self.count = root, root.n_children_spawned, n, 0
+        self.back = deque()  # pairs to run again
 
     def next(self, lane):
-        return self.todo.popleft() if self.todo else None
+        if self.back:
+            return self.back.popleft()
+        if self.count == self.n:
+            return None
+        self.count += 1
+        return self.count - 1
 
     def give_back(self, key):
-        self.todo.appendleft(key)
+        self.back.appendleft(key)
 
     def seed(self, key):
         return _child(self.root, self.offset + key)
