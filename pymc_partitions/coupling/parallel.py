@@ -400,13 +400,17 @@ class _Lane:
 
 
 class _Processes:
-    """The package's own worker processes: one pipe each, the job shipped once per process, at most
-    two pairs queued per process (the second starts as soon as the first is done), so the parent
-    knows which pair each process is running and since when."""
+    """The package's own worker processes: one pipe each, the job shipped once per process, a few
+    pairs queued per process (each starts as soon as the one before is done), so the parent knows
+    which pair each process is running and since when. Two pairs are queued, more when pairs are
+    so short (under 10 ms) that the round trip to the parent would leave the worker idle."""
+
+    QUEUED_SECONDS = 0.02  # keep about this much work queued per worker (2 to 32 pairs)
 
     def __init__(self, size, job_bytes, ctx, pair_timeout, report):
         self.ctx, self.job_bytes, self.pair_timeout, self.report = ctx, job_bytes, pair_timeout, report
         self.lanes = size
+        self.depth, self.seconds, self.done = 2, 0.0, 0
         self.events = []
         self.workers = []
         try:
@@ -426,7 +430,7 @@ class _Processes:
         return _Lane(proc, here)
 
     def room(self, lane):
-        return 2 - len(self.workers[lane].queue)
+        return self.depth - len(self.workers[lane].queue)
 
     def submit(self, lane, key, seed):
         w = self.workers[lane]
@@ -455,6 +459,10 @@ class _Processes:
                 key, kind, payload = message
                 w.queue.popleft()
                 out.append((lane, key, kind, payload))
+                if kind == "done":
+                    self.seconds, self.done = self.seconds + payload.seconds, self.done + 1
+                    mean = self.seconds / self.done
+                    self.depth = int(min(32, max(2, self.QUEUED_SECONDS // max(mean, 1e-6))))
         except (EOFError, OSError):
             pass
         return out
@@ -477,6 +485,8 @@ class _Processes:
         events, self.events = self.events, []
         if events:
             timeout = 0
+        elif self.depth > 2:  # short pairs: let results gather (the workers have enough queued) and
+            time.sleep(self.QUEUED_SECONDS / 4)  # wake less often, leaving the cores to the workers
         conns = {w.conn: i for i, w in enumerate(self.workers)}
         sentinels = {w.proc.sentinel: i for i, w in enumerate(self.workers)}
         ready = multiprocessing.connection.wait(list(conns) + list(sentinels), timeout)

@@ -37,6 +37,8 @@ class _StackedH:
     numbers is refused here, at the call. Afterwards every value must be finite and of the probed
     shape, or the pair fails with a message naming the function (:func:`check_h_value`)."""
 
+    checks_values = True  # run_pair need not check again
+
     def __init__(self, functions: dict, n: int):
         self.functions = functions
         probe = np.arange(n)
