@@ -8,8 +8,8 @@ be a lambda.
 
 Faults, measured in ``tests/test_hostile_unbiased.py`` and described in ``docs/unbiased.md``:
 
-* Results stream back **one pair at a time** (at most two pairs queued per worker), so a fault
-  loses at most the pairs in flight, never a finished one.
+* Results stream back **one pair at a time** (two pairs queued per worker, more for pairs under
+  10 ms), so a fault loses at most the pairs in flight, never a finished one.
 * **Ctrl-C** (SIGINT) sets a flag instead of raising inside compiled code (:class:`Interrupts`).
   Pairs running in this process stop at their next iteration; the package's worker processes
   ignore SIGINT and are terminated at once by the parent; queued tasks of other executors are
