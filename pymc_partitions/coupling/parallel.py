@@ -36,7 +36,7 @@ import threading
 import time
 import warnings
 from collections import deque
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 
 import cloudpickle
@@ -717,7 +717,8 @@ def run_pairs(job: UnbiasedJob, n_pairs: int | None = None, random_seed=None, co
     Ctrl-C and warns); by default one is installed for the run and an interrupt warns.
 
     Time budget: lane w (a worker) runs pairs one after another until ``time_budget`` seconds have
-    passed since the start; the pairs in flight then are discarded (seed 000, Sec. 3.3).
+    passed since the workers were started; the pairs in flight then are discarded (seed 000,
+    Sec. 3.3).
     """
     owner = "run_pairs"
     if (n_pairs is None) == (time_budget is None):
@@ -733,9 +734,9 @@ def run_pairs(job: UnbiasedJob, n_pairs: int | None = None, random_seed=None, co
     guard = Interrupts() if own_interrupts else interrupts
     report = RunReport()
     start = time.perf_counter()
-    stop = _Stop(guard.event, None if time_budget is None else start + time_budget)
+    stop = _Stop(guard.event, None)
     backend = None
-    with guard if own_interrupts else _nothing():
+    with guard if own_interrupts else nullcontext():
         try:
             if executor is not None:
                 target, workers = _executor_workers(executor, cores)
@@ -750,6 +751,8 @@ def run_pairs(job: UnbiasedJob, n_pairs: int | None = None, random_seed=None, co
                 else:
                     backend = _Processes(workers, job_bytes, check_mp_ctx(mp_ctx), pair_timeout, report)
             report.workers = workers
+            if time_budget is not None:  # from when the workers are up (and have loaded the compiled code)
+                stop.deadline = time.perf_counter() + time_budget
             plan = _Fixed(n_pairs, root) if n_pairs is not None else _Budget(backend.lanes, root)
             _drive(backend, plan, report, stop, retries, pair_timeout, progress)
         except KeyboardInterrupt:
@@ -769,11 +772,6 @@ def run_pairs(job: UnbiasedJob, n_pairs: int | None = None, random_seed=None, co
     if report.interrupted and own_interrupts:
         warnings.warn(f"interrupted: returning the {len(report.results)} completed pairs", stacklevel=2)
     return report
-
-
-@contextmanager
-def _nothing():
-    yield
 
 
 def _drive(backend, plan, report, stop, retries, pair_timeout, progress):
