@@ -47,6 +47,8 @@ def test_result_groups_and_roundtrip(tmp_path):
     assert list(ds["rank"].values) == [1, 2, 3]
     assert ds.attrs["coupling"] == "ot" and ds.attrs["k"] == 1 and ds.attrs["m"] == 3
     assert ds.attrs["pymc_partitions_version"] == pmp.__version__
+    faults = dict(interrupted=0, interrupted_during="none", worker_failures=0, retries=2, pair_timeout="none")
+    assert {key: ds.attrs[key] for key in faults} == faults
     meeting = result["meeting"]
     assert (meeting["tau"].values >= 1).all() and meeting["met"].values.all()
     assert meeting["distance"].dims == ("pair", "iteration")
@@ -54,6 +56,7 @@ def test_result_groups_and_roundtrip(tmp_path):
     path = save(result, tmp_path / "u.nc")
     back = load(path)
     assert np.allclose(unbiased(back)["top3"].values, ds["top3"].values)
+    assert {key: unbiased(back).attrs[key] for key in faults} == faults
     summary = pmp.summarize_unbiased(result)
     assert list(summary.index) == ["k", "top", "top3[0]", "top3[1]", "top3[2]"]
     assert (summary["n_pairs"] == 12).all()
@@ -174,7 +177,7 @@ def test_ctrl_c_returns_the_completed_pairs():
         result = pmp.sample_unbiased(model, h=FailOn(KeyboardInterrupt(), at=60), n_pairs=50, k=1, m=3, cores=1,
                                      progressbar=False, random_seed=2)
     ds = unbiased(result)
-    assert 1 <= ds.sizes["pair"] < 50 and ds.attrs["interrupted"] == 1
+    assert 1 <= ds.sizes["pair"] < 50 and ds.attrs["interrupted"] == 1 and ds.attrs["interrupted_during"] == "main"
     assert not np.isnan(ds["h"].values).any()
 
 

@@ -12,6 +12,7 @@ import math
 
 import numpy as np
 
+from .._checks import integer
 from ..families.kernels import DIAG_NORMAL, FamilyPack
 from ..priors import FINITE_DIRICHLET
 
@@ -35,9 +36,10 @@ class LargestProportions:
     """
 
     def __init__(self, r: int):
-        if int(r) != r or r < 1:
-            raise ValueError(f"r must be a positive integer, got {r}")
-        self.r = int(r)
+        try:
+            self.r = integer("r", r, low=1, owner="LargestProportions")
+        except ValueError:
+            raise ValueError(f"LargestProportions: r must be a positive integer, got {r!r}") from None
         self.dims = ("rank",)
         self.coords = {"rank": np.arange(1, self.r + 1)}
 
@@ -56,11 +58,17 @@ class CoClustering:
     """
 
     def __init__(self, pairs):
-        pairs = np.asarray(pairs, np.int64)
-        if pairs.ndim != 2 or pairs.shape[1] != 2 or len(pairs) == 0:
-            raise ValueError(f"pairs must be a non-empty (p, 2) array of item indices, got shape {pairs.shape}")
+        given = np.asarray(pairs)
+        if given.ndim != 2 or given.shape[1] != 2 or len(given) == 0:
+            raise ValueError(f"CoClustering: pairs must be a non-empty (p, 2) array of item indices, got shape "
+                             f"{given.shape}")
+        integral = given.dtype.kind in "iu" or (
+            given.dtype.kind == "f" and np.isfinite(given).all() and (given == np.floor(given)).all())
+        if not integral:
+            raise ValueError(f"CoClustering: pairs must hold integer item indices, got {given.tolist()[:4]}")
+        pairs = given.astype(np.int64)
         if pairs.min() < 0:
-            raise ValueError("pairs must hold non-negative item indices")
+            raise ValueError("CoClustering: pairs must hold non-negative item indices")
         self.pairs = pairs
         self.dims = ("item_pair",)
         self.coords = {"item_pair": [f"{i}-{j}" for i, j in pairs]}
@@ -87,10 +95,16 @@ class PredictiveDensity:
     """
 
     def __init__(self, grid):
-        grid = np.asarray(grid, np.float64)
+        try:
+            grid = np.asarray(grid, np.float64)
+        except (TypeError, ValueError):
+            raise TypeError(f"PredictiveDensity: grid must be numbers, got {grid!r}") from None
+        if grid.ndim not in (1, 2) or grid.size == 0:
+            raise ValueError(f"PredictiveDensity: grid must be a non-empty (G,) or (G, D) array, got shape "
+                             f"{grid.shape}")
+        if not np.isfinite(grid).all():
+            raise ValueError("PredictiveDensity: grid points must be finite")
         self.grid = grid[:, None] if grid.ndim == 1 else grid
-        if self.grid.ndim != 2 or len(self.grid) == 0:
-            raise ValueError(f"grid must be a (G,) or (G, D) array, got shape {np.shape(grid)}")
         self.dims = ("grid",)
         self.coords = {"grid": np.arange(len(self.grid))} if self.grid.shape[1] > 1 else {"grid": self.grid[:, 0]}
         self._bound = None

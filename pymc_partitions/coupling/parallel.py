@@ -1,43 +1,69 @@
-"""Running many independent pairs of coupled chains: in this process, on a process pool, on any
-``concurrent.futures.Executor`` or on a Dask cluster.
+"""Running many independent pairs of coupled chains: in this process, on the package's own worker
+processes, on any ``concurrent.futures.Executor`` or on a Dask cluster.
 
 Every pair draws its random numbers from its own child of one ``SeedSequence``, so the pairs'
 results do not depend on the executor, the number of workers or the order of completion. The job
 (model, kernel settings, functions h) travels to the workers pickled with cloudpickle, so h may
-be a lambda. Ctrl-C returns the pairs completed so far. A pair that raises is reported with its
-error; a chunk whose worker dies is rerun once (on a fresh pool when the pool is ours) and then
-reported per pair. Nothing is silently dropped.
+be a lambda.
+
+Faults, measured in ``tests/test_hostile_unbiased.py`` and described in ``docs/unbiased.md``:
+
+* Results stream back **one pair at a time** (two pairs queued per worker, more for pairs under
+  10 ms), so a fault loses at most the pairs in flight, never a finished one.
+* **Ctrl-C** (SIGINT) sets a flag instead of raising inside compiled code (:class:`Interrupts`).
+  Pairs running in this process stop at their next iteration; the package's worker processes
+  ignore SIGINT and are terminated at once by the parent; queued tasks of other executors are
+  cancelled (a Dask task already running cannot be stopped: its result is dropped). The finished
+  pairs are returned with ``interrupted=True``. A second Ctrl-C raises KeyboardInterrupt at once.
+* A **worker process that dies** costs only the pair it was running: a fresh process takes its
+  place and the pair is run again, up to ``retries`` times, then reported failed. Pairs queued
+  behind it are resubmitted and not blamed.
+* ``pair_timeout``: a pair running longer is stopped (between iterations in every mode; a pair
+  stuck inside one iteration, e.g. in h, by ending its worker process) and reported failed.
 """
 
 from __future__ import annotations
 
 import concurrent.futures as cf
+import hashlib
+import itertools
 import multiprocessing
+import multiprocessing.connection
 import os
+import signal
+import sys
+import threading
 import time
 import warnings
-from concurrent.futures.process import BrokenProcessPool
+from collections import deque
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 
 import cloudpickle
 import numpy as np
 
+from .._checks import boolean, choice, integer, probability, real
 from ..families.kernels import FamilyPack
 from ..priors import sample_sequential
 from .split_merge import GibbsPGSM
-from .sweep import GibbsSweeps
-from .unbiased import PairResult, run_pair
+from .sweep import COUPLINGS, GibbsSweeps
+from .unbiased import PairResult, PairStopped, check_k_m, run_pair
 
-__all__ = ["UnbiasedJob", "RunReport", "run_pairs"]
+__all__ = ["Interrupts", "UnbiasedJob", "RunReport", "run_pairs", "check_init", "check_mp_ctx", "check_seed",
+           "check_timeout"]
 
 INITS = ("prior", "singletons", "one_block")
+POLL = 0.05  # seconds between two looks at the stop flag, the deadline and the running pairs' clocks
+GRACE = 0.5  # a pair stuck inside one iteration is stopped this long after pair_timeout, by ending its worker
+INTERRUPTED, DEADLINE = "interrupted", "deadline"  # reasons to stop a pair that discard it (not a failure)
 
 
 @dataclass
 class UnbiasedJob:
     """Everything one pair needs; ``h`` maps canonical labels to a flat float vector. ``pgsm``:
     None (Gibbs sweeps only) or settings of :func:`.split_merge.pgsm_settings` (then each
-    iteration adds CRN-coupled PGSM moves, :class:`.split_merge.GibbsPGSM`)."""
+    iteration adds CRN-coupled PGSM moves, :class:`.split_merge.GibbsPGSM`). ``init``: one of
+    :data:`INITS` or a callable ``init(rng) -> labels`` whose output is checked for every pair."""
 
     pack: FamilyPack
     prior_code: int
@@ -53,52 +79,96 @@ class UnbiasedJob:
     record_distance: bool = False
     pgsm: dict | None = None
 
+    def __post_init__(self):
+        owner = "UnbiasedJob"
+        if not callable(self.h):
+            raise TypeError(f"{owner}: h must be callable, got {self.h!r}")
+        self.k, self.m, self.lag, self.max_iter = check_k_m(self.k, self.m, self.lag, self.max_iter, owner)
+        self.coupling = choice("coupling", self.coupling, tuple(COUPLINGS), owner=owner)
+        self.eps = probability("eps", self.eps, owner=owner)
+        self.init = check_init(self.init, owner)
+        self.record_distance = boolean("record_distance", self.record_distance, owner=owner)
+
     def initial_labels(self, rng):
         n = self.pack.data.shape[0]
         if callable(self.init):
-            return np.asarray(self.init(rng), np.int64)
+            return _checked_labels(self.init(rng), n)
         if self.init == "prior":
             return sample_sequential(self.prior_code, self.prior_params, rng.random(n))
         if self.init == "singletons":
             return np.arange(n)
         return np.zeros(n, np.int64)
 
-    def run(self, seed: np.random.SeedSequence) -> PairResult:
-        rng = np.random.default_rng(seed)
+    def kernel(self):
         kernel = GibbsSweeps(self.pack, self.prior_code, self.prior_params, self.coupling, self.eps)
-        if self.pgsm is not None:
-            kernel = GibbsPGSM(kernel, **self.pgsm)
+        return kernel if self.pgsm is None else GibbsPGSM(kernel, **self.pgsm)
+
+    def warm_up(self):
+        """Load (or compile) the compiled code a pair uses, calling no user code (h, a callable
+        init), so it cannot hang: workers do this before the clock of their first pair starts
+        (``pair_timeout`` measures pairs, not numba's cache)."""
+        try:
+            n, rng, kernel = self.pack.data.shape[0], np.random.default_rng(0), self.kernel()
+            sample_sequential(self.prior_code, self.prior_params, rng.random(n))
+            x, y = kernel.start(np.arange(n)), kernel.start(np.zeros(n, np.int64))
+            kernel.sweep(x, kernel.random_numbers(rng))
+            inter = kernel.coupled_sweep(x, y, kernel.intersections(x, y), kernel.random_numbers(rng))
+            kernel.distance(x, y, inter)
+            x.labels()
+        except Exception:  # the pairs report their own errors
+            pass
+
+    def run(self, seed: np.random.SeedSequence, should_stop=None) -> PairResult:
+        rng = np.random.default_rng(seed)
+        kernel = self.kernel()
         x0, y0 = self.initial_labels(rng), self.initial_labels(rng)
-        return run_pair(kernel, self.h, x0, y0, rng, self.k, self.m, self.lag, self.max_iter, self.record_distance)
+        return run_pair(kernel, self.h, x0, y0, rng, self.k, self.m, self.lag, self.max_iter, self.record_distance,
+                        should_stop)
 
 
-def _run_one(job, pair_id, seed, report):
-    """Run one pair into ``report``; an error in the pair is recorded for that pair only."""
+def check_init(init, owner=None):
+    """``init`` is one of :data:`INITS` or a callable."""
+    if callable(init) or (isinstance(init, str) and init in INITS):
+        return init
+    raise ValueError(f"{owner + ': ' if owner else ''}init must be one of {INITS} or a callable, got {init!r}")
+
+
+def _checked_labels(value, n):
+    """What a callable ``init`` returned, as n int64 labels in [0, n); anything else is an error of the pair."""
+    labels = np.asarray(value)
+    if labels.shape != (n,):
+        raise ValueError(f"init(rng) must return {n} labels, got shape {labels.shape}")
+    if labels.dtype.kind not in "iu":
+        integral = labels.dtype.kind == "f" and np.isfinite(labels).all() and (labels == np.floor(labels)).all()
+        if not integral:
+            raise ValueError(f"init(rng) must return integer labels, got dtype {labels.dtype}: {labels[:8]}")
+    if labels.min() < 0 or labels.max() >= n:
+        raise ValueError(f"init(rng) must return labels in [0, {n}), got values from {labels.min()} to {labels.max()}")
+    return labels.astype(np.int64)
+
+
+def check_seed(random_seed, owner=None) -> np.random.SeedSequence:
+    """None, a non-negative int (or a sequence of them) or a ``SeedSequence``, as a SeedSequence."""
+    if isinstance(random_seed, np.random.SeedSequence):
+        return random_seed
+    if isinstance(random_seed, (bool, np.bool_, float, np.floating, str, bytes)):
+        raise TypeError(f"{owner + ': ' if owner else ''}random_seed must be None, a non-negative integer or a "
+                        f"SeedSequence, got {random_seed!r}")
     try:
-        report.results[int(pair_id)] = job.run(seed)
-    except Exception as err:
-        report.failed[int(pair_id)] = f"{type(err).__name__}: {err}"
+        return np.random.SeedSequence(random_seed)
+    except (TypeError, ValueError) as err:
+        raise type(err)(f"{owner + ': ' if owner else ''}random_seed must be None, a non-negative integer or a "
+                        f"SeedSequence, got {random_seed!r} ({err})") from None
 
 
-def _run_chunk(job_bytes: bytes, pair_ids, seeds):
-    job = cloudpickle.loads(job_bytes)
-    report = RunReport()
-    for p, s in zip(pair_ids, seeds):
-        _run_one(job, p, s, report)
-    return report.results, report.failed
+def check_timeout(name, value, owner=None):
+    """None or a finite number of seconds > 0."""
+    return None if value is None else real(name, value, low=0.0, low_open=True, owner=owner)
 
 
-def _run_budget(job_bytes: bytes, seed: np.random.SeedSequence, seconds: float):
-    """Pairs run one after another until ``seconds`` have passed; the pair in flight at the
-    deadline does not count (seed 000, Sec. 3.3)."""
-    job = cloudpickle.loads(job_bytes)
-    deadline = time.perf_counter() + seconds
-    done = []
-    while True:
-        result = job.run(seed.spawn(1)[0])
-        if time.perf_counter() > deadline:
-            return done
-        done.append(result)
+def _child(root: np.random.SeedSequence, i: int) -> np.random.SeedSequence:
+    """The i-th child ``root.spawn`` would make, without making the others (n_pairs may be large)."""
+    return np.random.SeedSequence(root.entropy, spawn_key=tuple(root.spawn_key) + (int(i),), pool_size=root.pool_size)
 
 
 @dataclass
@@ -110,136 +180,644 @@ class RunReport:
     interrupted: bool = False
     seconds: float = 0.0
     workers: int = 1
+    worker_failures: int = 0  # worker processes that died (or executor tasks that failed) while running a pair
 
 
-def _new_pool(broken: cf.ProcessPoolExecutor) -> cf.ProcessPoolExecutor:
-    """A fresh process pool like ``broken``."""
-    pool = cf.ProcessPoolExecutor(max_workers=broken._max_workers, mp_context=broken._mp_context)
-    pool._owned = True
-    return pool
+# ---------------------------------------------------------------------------------------------
+# Ctrl-C
 
 
-def _resolve_executor(executor, cores, mp_ctx=None):
-    """(executor, owned?, number of workers). A ``dask.distributed.Client`` becomes its
-    concurrent.futures view."""
-    if executor is None:
-        cores = (os.cpu_count() or 1) if cores is None else int(cores)
-        if cores < 1:
-            raise ValueError(f"cores must be >= 1, got {cores}")
-        if cores == 1:
-            return None, False, 1
-        if isinstance(mp_ctx, str):
-            mp_ctx = multiprocessing.get_context(mp_ctx)
-        pool = cf.ProcessPoolExecutor(max_workers=cores, mp_context=mp_ctx)
-        pool._owned = True
-        return pool, True, cores
+class Interrupts:
+    """For the duration of a ``with`` block, Ctrl-C (SIGINT) sets :attr:`event` instead of raising
+    KeyboardInterrupt (which, inside compiled code, surfaces as a SystemError or is lost). A second
+    Ctrl-C raises KeyboardInterrupt at once. Only the main thread can install signal handlers;
+    elsewhere this does nothing (SIGINT reaches the main thread only anyway), and an ignored
+    SIGINT (``nohup``) stays ignored."""
+
+    def __init__(self):
+        self.event = threading.Event()
+        self.forced = False
+        self._old = None
+        self._installed = False
+
+    def _handler(self, signum, frame):
+        if self.event.is_set():
+            self.forced = True
+            raise KeyboardInterrupt
+        self.event.set()
+
+    def __enter__(self):
+        if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGINT) != signal.SIG_IGN:
+            try:
+                self._old = signal.signal(signal.SIGINT, self._handler)
+                self._installed = True
+            except ValueError:  # not the main interpreter
+                pass
+        return self
+
+    def __exit__(self, *exc):
+        if self._installed:
+            signal.signal(signal.SIGINT, self._old if self._old is not None else signal.default_int_handler)
+            self._installed = False
+        return False
+
+
+def _is_interrupt(err: BaseException) -> bool:
+    """A KeyboardInterrupt, or an error raised because of one (numba and C extensions turn a Ctrl-C
+    inside them into ``SystemError: ... returned a result with an exception set``)."""
+    seen = set()
+    while err is not None and id(err) not in seen:
+        if isinstance(err, KeyboardInterrupt):
+            return True
+        seen.add(id(err))
+        err = err.__cause__ or err.__context__
+    return False
+
+
+@contextmanager
+def _sigint_blocked():
+    """SIGINT held back while worker processes start (they inherit the mask and then ignore SIGINT)."""
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+# ---------------------------------------------------------------------------------------------
+# One pair, wherever it runs
+
+
+def _timeout_message(seconds):
+    return f"timeout after {seconds:g} s"
+
+
+def _attempt(job, seed, pair_timeout=None, stop=None):
+    """Run one pair: ("done", PairResult), ("failed", message) or ("stopped", reason). ``stop``:
+    the run's :class:`_Stop` when the pair runs in the parent's process (an interrupt or the
+    deadline then discards the pair at its next iteration)."""
+    started = time.perf_counter()
+
+    def should_stop():
+        reason = stop.why() if stop is not None else None
+        if reason:
+            return reason
+        if pair_timeout is not None and time.perf_counter() - started > pair_timeout:
+            return _timeout_message(pair_timeout)
+        return None
+
+    try:
+        return "done", job.run(seed, should_stop)
+    except PairStopped as err:
+        return ("stopped" if err.reason in (INTERRUPTED, DEADLINE) else "failed"), err.reason
+    except Exception as err:
+        if _is_interrupt(err):
+            raise KeyboardInterrupt from err
+        return "failed", f"{type(err).__name__}: {err}"
+
+
+class _Stop:
+    """Why the pairs of a run that execute in the parent's process must stop: Ctrl-C (the
+    :class:`Interrupts` event), the time budget's deadline, or ``reason`` set by the driver."""
+
+    def __init__(self, event, deadline):
+        self.event, self.deadline, self.reason = event, deadline, None
+
+    def why(self):
+        if self.reason:
+            return self.reason
+        if self.event.is_set():
+            return INTERRUPTED
+        if self.deadline is not None and time.perf_counter() > self.deadline:
+            return DEADLINE
+        return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Where pairs run. A backend has lanes (a worker process, a time-budget slot); the driver hands
+# out pairs while a lane has room and collects events (lane, key, kind, payload), where kind is
+# "done", "failed", "stopped" (discarded), "lost" (its worker died: maybe retry) or "requeue"
+# (queued on a worker that died, never started: resubmit, not blamed).
+
+
+class _InProcess:
+    """Pairs run one at a time in this thread (cores=1)."""
+
+    lanes = 1
+
+    def __init__(self, job_bytes, pair_timeout, stop):
+        self.job = cloudpickle.loads(job_bytes)  # a copy, as a worker would have
+        self.job.warm_up()
+        self.pair_timeout, self.stop = pair_timeout, stop
+        self.events = []
+
+    def room(self, lane):
+        return 0 if self.events else 1
+
+    def submit(self, lane, key, seed):
+        kind, payload = _attempt(self.job, seed, self.pair_timeout, self.stop)
+        self.events.append((lane, key, kind, payload))
+
+    def busy(self):
+        return bool(self.events)
+
+    def wait(self, timeout):
+        events, self.events = self.events, []
+        return events
+
+    def overdue(self, limit):
+        return []
+
+    def close(self):
+        pass
+
+
+def _die_with_parent():
+    """Linux: the kernel ends this process when its parent dies, even by SIGKILL and mid-pair
+    (elsewhere a worker notices within a second once its current pair is done)."""
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes  # noqa: PLC0415
+
+            ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL))  # PR_SET_PDEATHSIG
+        except Exception:  # best effort
+            pass
+
+
+def _worker(conn, job_bytes, pair_timeout, parent_pid):
+    """Main loop of one of the package's worker processes: pairs in, one message per pair out."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's: it ends the workers itself
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    _die_with_parent()
+    try:
+        job, broken = cloudpickle.loads(job_bytes), None
+    except Exception as err:  # every pair reports it
+        job, broken = None, f"the worker could not load the job: {type(err).__name__}: {err}"
+    if job is not None:
+        job.warm_up()
+    conn.send(("ready",))  # the clock of its first pair starts now (spawn takes seconds to import)
+    while True:
+        while not conn.poll(1.0):
+            if os.getppid() != parent_pid:  # the parent is gone (killed): do not linger
+                return
+        try:
+            task = conn.recv()
+        except (EOFError, OSError):
+            return
+        if task is None:
+            return
+        key, seed = task
+        if broken:
+            outcome = ("failed", broken)
+        else:
+            try:
+                outcome = _attempt(job, seed, pair_timeout)
+            except KeyboardInterrupt:  # raised by the user's code: SIGINT is ignored here
+                outcome = ("failed", "KeyboardInterrupt raised inside the pair")
+        conn.send((key,) + outcome)
+
+
+def _exit_reason(code):
+    if code is None:
+        return "exit code unknown"
+    if code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit code {code}"
+
+
+class _Lane:
+    __slots__ = ("proc", "conn", "queue", "started", "ready")
+
+    def __init__(self, proc, conn):
+        self.proc, self.conn, self.queue, self.started, self.ready = proc, conn, deque(), 0.0, False
+
+
+class _Processes:
+    """The package's own worker processes: one pipe each, the job shipped once per process, a few
+    pairs queued per process (each starts as soon as the one before is done), so the parent knows
+    which pair each process is running and since when. Two pairs are queued, more when pairs are
+    so short (under 10 ms) that the round trip to the parent would leave the worker idle."""
+
+    QUEUED_SECONDS = 0.02  # keep about this much work queued per worker (2 to 32 pairs)
+
+    def __init__(self, size, job_bytes, ctx, pair_timeout, report):
+        self.ctx, self.job_bytes, self.pair_timeout, self.report = ctx, job_bytes, pair_timeout, report
+        self.lanes = size
+        self.depth, self.seconds, self.done = 2, 0.0, 0
+        self.events = []
+        self.workers = []
+        try:
+            for _ in range(size):
+                self.workers.append(self._start())
+        except BaseException:  # a second Ctrl-C, or no more processes: leave none behind
+            self.close()
+            raise
+
+    def _start(self):
+        here, there = self.ctx.Pipe()
+        proc = self.ctx.Process(target=_worker, args=(there, self.job_bytes, self.pair_timeout, os.getpid()),
+                                name="pymc_partitions pair worker", daemon=True)
+        with _sigint_blocked():
+            proc.start()
+        there.close()
+        return _Lane(proc, here)
+
+    def room(self, lane):
+        return self.depth - len(self.workers[lane].queue)
+
+    def submit(self, lane, key, seed):
+        w = self.workers[lane]
+        try:
+            w.conn.send((key, seed))
+        except (BrokenPipeError, OSError):  # it died: its sentinel will say so; this pair never started
+            self.events.append((lane, key, "requeue", None))
+            return
+        if not w.queue:
+            w.started = time.perf_counter()
+        w.queue.append(key)
+
+    def busy(self):
+        return bool(self.events) or any(w.queue for w in self.workers)
+
+    def _drain(self, lane):
+        """The messages waiting on ``lane``'s pipe."""
+        w, out = self.workers[lane], []
+        try:
+            while (w.queue or not w.ready) and w.conn.poll():
+                message = w.conn.recv()
+                w.started = time.perf_counter()  # the next pair in its queue starts now
+                if message == ("ready",):
+                    w.ready = True
+                    continue
+                key, kind, payload = message
+                w.queue.popleft()
+                out.append((lane, key, kind, payload))
+                if kind == "done":
+                    self.seconds, self.done = self.seconds + payload.seconds, self.done + 1
+                    mean = self.seconds / self.done
+                    self.depth = int(min(32, max(2, self.QUEUED_SECONDS // max(mean, 1e-6))))
+        except (EOFError, OSError):
+            pass
+        return out
+
+    def _replace(self, lane, kind, message, events):
+        """End the process of ``lane`` (if it still runs), report its pairs and start a fresh one.
+        ``events``: what was drained from its pipe just before."""
+        w = self.workers[lane]
+        if w.proc.is_alive():
+            w.proc.kill()
+        w.proc.join()
+        w.conn.close()
+        if w.queue:
+            events.append((lane, w.queue.popleft(), kind, message or _exit_reason(w.proc.exitcode)))
+            events.extend((lane, key, "requeue", None) for key in w.queue)
+        self.workers[lane] = self._start()
+        return events
+
+    def wait(self, timeout):
+        events, self.events = self.events, []
+        if events:
+            timeout = 0
+        elif self.depth > 2:  # short pairs: let results gather (the workers have enough queued) and
+            time.sleep(self.QUEUED_SECONDS / 4)  # wake less often, leaving the cores to the workers
+        conns = {w.conn: i for i, w in enumerate(self.workers)}
+        sentinels = {w.proc.sentinel: i for i, w in enumerate(self.workers)}
+        ready = multiprocessing.connection.wait(list(conns) + list(sentinels), timeout)
+        for lane in sorted({conns[r] for r in ready if r in conns}):
+            events.extend(self._drain(lane))
+        for lane in sorted({sentinels[r] for r in ready if r in sentinels}):
+            self.report.worker_failures += 1
+            events.extend(self._replace(lane, "lost", None, self._drain(lane)))  # it may have finished some first
+        return events
+
+    def overdue(self, limit):
+        now = time.perf_counter()
+        return [i for i, w in enumerate(self.workers) if w.ready and w.queue and now - w.started > limit]
+
+    def stop_lane(self, lane, message, limit):
+        """End the worker of ``lane`` if its pair is still past ``limit`` seconds (it may have just finished)."""
+        events = self._drain(lane)
+        w = self.workers[lane]
+        if w.queue and time.perf_counter() - w.started > limit:
+            events += self._replace(lane, "failed", message, [])
+        return events
+
+    def close(self):
+        """End every worker at once (they hold nothing worth waiting for: finished pairs are in)."""
+        for w in self.workers:
+            w.proc.terminate()
+        for w in self.workers:
+            w.proc.join(timeout=1.0)
+            if w.proc.is_alive():
+                w.proc.kill()
+                w.proc.join()
+            w.conn.close()
+
+
+_JOBS: dict = {}  # per process: job digest -> deserialized job (tasks of foreign executors carry the bytes)
+_STOPS: dict = {}  # run token -> _Stop, for runs whose tasks may execute in this very process (threads)
+
+
+def _task(job_bytes, digest, token, parent_pid, key, seed, pair_timeout):
+    """One pair on a foreign executor (a thread pool, Dask, ...): the job is loaded once per process."""
+    here = os.getpid() == parent_pid
+    stop = _STOPS.get(token) if here else None
+    if here and stop is None:  # the run this task belongs to is over
+        return "stopped", INTERRUPTED
+    job = _JOBS.get(digest)
+    if job is None:
+        job = cloudpickle.loads(job_bytes)
+        job.warm_up()
+        while len(_JOBS) >= 4:
+            _JOBS.pop(next(iter(_JOBS)))
+        _JOBS[digest] = job
+    return _attempt(job, seed, pair_timeout, stop)
+
+
+class _Foreign:
+    """Any concurrent.futures executor (Dask through ``client.get_executor``): one future per pair,
+    at most ``per_lane`` per lane in flight. Tasks in this process (threads) see the run's stop
+    flag; tasks elsewhere cannot be stopped once running (Dask): their results are dropped."""
+
+    def __init__(self, executor, lanes, per_lane, job_bytes, pair_timeout, stop, report):
+        self.executor, self.lanes, self.per_lane, self.report = executor, lanes, per_lane, report
+        self.job_bytes, self.digest = job_bytes, hashlib.sha1(job_bytes).hexdigest()
+        self.token = f"{os.getpid()}-{next(_RUNS)}"
+        self.pair_timeout, self.stop = pair_timeout, stop
+        _STOPS[self.token] = stop
+        self.futures = {}  # future -> [lane, key, running since]
+        self.events = []
+        self.submitted = 0
+
+    def room(self, lane):
+        return self.per_lane - sum(1 for f in self.futures.values() if f[0] == lane)
+
+    def submit(self, lane, key, seed):
+        try:
+            fut = self.executor.submit(_task, self.job_bytes, self.digest, self.token, os.getpid(), key, seed,
+                                       self.pair_timeout)
+        except Exception as err:
+            if not self.submitted:
+                raise RuntimeError(f"the executor refused the first pair: {type(err).__name__}: {err}") from err
+            self.events.append((lane, key, "failed", f"the executor refused it: {type(err).__name__}: {err}"))
+            return
+        self.submitted += 1
+        self.futures[fut] = [lane, key, None]
+
+    def busy(self):
+        return bool(self.events) or bool(self.futures)
+
+    def wait(self, timeout):
+        events, self.events = self.events, []
+        if self.futures:
+            done, _ = cf.wait(list(self.futures), timeout=0 if events else timeout,
+                              return_when=cf.FIRST_COMPLETED)
+            for fut in done:
+                lane, key, _ = self.futures.pop(fut)
+                try:
+                    kind, payload = fut.result()
+                except cf.CancelledError:
+                    continue
+                except Exception as err:
+                    if _is_interrupt(err):
+                        raise KeyboardInterrupt from err
+                    self.report.worker_failures += 1
+                    self.events.append((lane, key, "lost", f"{type(err).__name__}: {err}"))
+                    continue
+                except KeyboardInterrupt:  # raised by a pair in a thread of this process
+                    raise
+                events.append((lane, key, kind, payload))
+            events.extend(self.events)
+            self.events = []
+        now = time.perf_counter()
+        for fut, entry in self.futures.items():
+            if entry[2] is None and fut.running():
+                entry[2] = now
+        return events
+
+    def overdue(self, limit):
+        now = time.perf_counter()
+        return [fut for fut, (_, _, since) in self.futures.items() if since is not None and now - since > limit]
+
+    def stop_lane(self, fut, message, limit):
+        """A pair stuck past its time limit in a thread or process we cannot stop: given up on."""
+        lane, key, _ = self.futures.pop(fut)
+        fut.cancel()
+        return [(lane, key, "failed", message + " (it could not be stopped and may still be running in the executor)")]
+
+    def close(self):
+        """Cancel what has not started; wait a little for pairs running in this process (they see
+        the stop flag); drop the rest."""
+        for fut in self.futures:
+            fut.cancel()
+        running = [f for f in self.futures if not f.done()]
+        if running:
+            cf.wait(running, timeout=1.0)
+        _STOPS.pop(self.token, None)
+        _JOBS.pop(self.digest, None)
+
+
+_RUNS = itertools.count()
+
+
+# ---------------------------------------------------------------------------------------------
+# Which pairs to run
+
+
+class _Fixed:
+    """Pairs 0..n-1; pair i uses the i-th child of the root seed (made when needed: n may be huge)."""
+
+    def __init__(self, n, root):
+        self.root, self.offset, self.n, self.count = root, root.n_children_spawned, n, 0
+        self.back = deque()  # pairs to run again
+
+    def next(self, lane):
+        if self.back:
+            return self.back.popleft()
+        if self.count == self.n:
+            return None
+        self.count += 1
+        return self.count - 1
+
+    def give_back(self, key):
+        self.back.appendleft(key)
+
+    def seed(self, key):
+        return _child(self.root, self.offset + key)
+
+
+class _Budget:
+    """Lane w runs pairs (w, 0), (w, 1), ... one after another: pair (w, i) uses child i of the
+    w-th child of the root seed (what ``worker_seed.spawn(1)`` gives on its i-th call)."""
+
+    def __init__(self, lanes, root):
+        self.roots = root.spawn(lanes)
+        self.count = [0] * lanes
+        self.back = [deque() for _ in range(lanes)]
+
+    def next(self, lane):
+        if self.back[lane]:
+            return self.back[lane].popleft()
+        self.count[lane] += 1
+        return lane, self.count[lane] - 1
+
+    def give_back(self, key):
+        self.back[key[0]].appendleft(key)
+
+    def seed(self, key):
+        return _child(self.roots[key[0]], key[1])
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def check_mp_ctx(mp_ctx):
+    """None, a start method's name or a multiprocessing context, as a context."""
+    if mp_ctx is None or isinstance(mp_ctx, str):
+        methods = multiprocessing.get_all_start_methods()
+        if isinstance(mp_ctx, str) and mp_ctx not in methods:
+            raise ValueError(f"mp_ctx must be None, one of {methods} or a multiprocessing context, got {mp_ctx!r}")
+        return multiprocessing.get_context(mp_ctx)
+    if not (hasattr(mp_ctx, "Process") and hasattr(mp_ctx, "Pipe")):
+        raise TypeError(f"mp_ctx must be None, a start method name or a multiprocessing context, got {mp_ctx!r}")
+    return mp_ctx
+
+
+def _executor_workers(executor, cores):
+    """(executor to submit to, number of workers) of a foreign executor; a ``dask.distributed.Client``
+    becomes its concurrent.futures view."""
     if type(executor).__module__.startswith("distributed") and hasattr(executor, "get_executor"):
         workers = max(1, sum(w.get("nthreads", 1) for w in executor.scheduler_info()["workers"].values()))
-        return executor.get_executor(pure=False), False, workers  # pure=False: a retry really reruns
+        return executor.get_executor(pure=False), workers  # pure=False: a retry really reruns
     if not isinstance(executor, cf.Executor):
         raise TypeError(f"executor must be a concurrent.futures.Executor or a dask Client, got {type(executor)}")
-    return executor, False, int(getattr(executor, "_max_workers", cores or 1) or 1)
+    return executor, int(getattr(executor, "_max_workers", None) or cores or 1)
 
 
 def run_pairs(job: UnbiasedJob, n_pairs: int | None = None, random_seed=None, cores: int | None = None,
-              executor=None, time_budget: float | None = None, progress=None, mp_ctx=None) -> RunReport:
+              executor=None, time_budget: float | None = None, progress=None, mp_ctx=None, retries: int = 2,
+              pair_timeout: float | None = None, interrupts: Interrupts | None = None) -> RunReport:
     """Run ``n_pairs`` pairs (or, with ``time_budget`` seconds, as many as fit per worker).
 
-    ``progress(report)`` is called after every completed chunk. ``mp_ctx`` is the
-    multiprocessing context (or its name) of the process pool made when no executor is given;
+    ``progress(report)`` is called as results come in. ``mp_ctx`` is the multiprocessing context
+    (or its name) of the worker processes started when no executor is given (``cores`` > 1);
     None is Python's default, as in ``pm.sample``. With "spawn" or "forkserver" a script must
     guard its entry point with ``if __name__ == "__main__":``.
+
+    ``retries``: how many times a pair whose worker died is run again before it is reported failed.
+    ``pair_timeout``: seconds after which a running pair is stopped and reported failed.
+    ``interrupts``: an active :class:`Interrupts` whose flag stops the run (the caller then handles
+    Ctrl-C and warns); by default one is installed for the run and an interrupt warns.
+
+    Time budget: lane w (a worker) runs pairs one after another until ``time_budget`` seconds have
+    passed since the workers were started; the pairs in flight then are discarded (seed 000,
+    Sec. 3.3).
     """
+    owner = "run_pairs"
     if (n_pairs is None) == (time_budget is None):
-        raise ValueError("give exactly one of n_pairs and time_budget")
-    root = random_seed if isinstance(random_seed, np.random.SeedSequence) else np.random.SeedSequence(random_seed)
+        raise ValueError(f"{owner}: give exactly one of n_pairs and time_budget")
+    n_pairs = None if n_pairs is None else integer("n_pairs", n_pairs, low=1, owner=owner)
+    time_budget = check_timeout("time_budget", time_budget, owner)
+    pair_timeout = check_timeout("pair_timeout", pair_timeout, owner)
+    retries = integer("retries", retries, low=0, owner=owner)
+    cores = None if cores is None else integer("cores", cores, low=1, owner=owner)
+    root = check_seed(random_seed, owner)
     job_bytes = cloudpickle.dumps(job)
-    pool, owned, workers = _resolve_executor(executor, cores, mp_ctx)
-    pools = [pool]
-    report = RunReport(workers=workers)
+    own_interrupts = interrupts is None
+    guard = Interrupts() if own_interrupts else interrupts
+    report = RunReport()
     start = time.perf_counter()
-    try:
-        if time_budget is not None:
-            _budget(report, pool, workers, job_bytes, root, float(time_budget), progress)
-        else:
-            _fixed(report, pools, workers, job_bytes, root, int(n_pairs), progress)
-    except KeyboardInterrupt:
-        report.interrupted = True
-        warnings.warn(f"interrupted: returning the {len(report.results)} completed pairs", stacklevel=2)
-    finally:
-        if owned:
-            pools[0].shutdown(wait=not report.interrupted, cancel_futures=True)
+    stop = _Stop(guard.event, None)
+    backend = None
+    with guard if own_interrupts else nullcontext():
+        try:
+            if executor is not None:
+                target, workers = _executor_workers(executor, cores)
+                lanes, per_lane = (workers, 1) if time_budget is not None else (1, 2 * workers)
+                backend = _Foreign(target, lanes, per_lane, job_bytes, pair_timeout, stop, report)
+            else:
+                workers = (os.cpu_count() or 1) if cores is None else cores
+                if n_pairs is not None:
+                    workers = min(workers, n_pairs)
+                if workers == 1:
+                    backend = _InProcess(job_bytes, pair_timeout, stop)
+                else:
+                    backend = _Processes(workers, job_bytes, check_mp_ctx(mp_ctx), pair_timeout, report)
+            report.workers = workers
+            if time_budget is not None:  # from when the workers are up (and have loaded the compiled code)
+                stop.deadline = time.perf_counter() + time_budget
+            plan = _Fixed(n_pairs, root) if n_pairs is not None else _Budget(backend.lanes, root)
+            _drive(backend, plan, report, stop, retries, pair_timeout, progress)
+        except KeyboardInterrupt:
+            if guard.forced:
+                raise
+            report.interrupted = True
+            stop.reason = INTERRUPTED
+        finally:
+            if backend is not None:
+                stop.reason = stop.why() or INTERRUPTED
+                backend.close()
+    if time_budget is not None:  # keys (lane, i) -> 0, 1, ... in lane order
+        number = {key: j for j, key in enumerate(sorted(set(report.results) | set(report.failed)))}
+        report.results = {number[key]: r for key, r in report.results.items()}
+        report.failed = {number[key]: r for key, r in report.failed.items()}
     report.seconds = time.perf_counter() - start
+    if report.interrupted and own_interrupts:
+        warnings.warn(f"interrupted: returning the {len(report.results)} completed pairs", stacklevel=2)
     return report
 
 
-def _fixed(report, pools, workers, job_bytes, root, n_pairs, progress):
-    """Fixed number of pairs. ``pools`` is a one-element list holding the executor; a process
-    pool we own that breaks (a worker died) is replaced there, and its chunks are retried."""
-    if n_pairs < 1:
-        raise ValueError(f"n_pairs must be >= 1, got {n_pairs}")
-    seeds = root.spawn(n_pairs)
-    ids = np.arange(n_pairs)
-    if pools[0] is None:
-        job = cloudpickle.loads(job_bytes)  # a copy, as a worker would have
-        for p in ids:
-            _run_one(job, p, seeds[p], report)
-            if progress:
-                progress(report)
-        return
-    size = max(1, min(16, n_pairs // (4 * workers)))
-    chunks = [ids[i:i + size] for i in range(0, n_pairs, size)]
-    attempts = dict.fromkeys(range(len(chunks)), 0)
-
-    def submit(j):
-        try:
-            return pools[0].submit(_run_chunk, job_bytes, list(chunks[j]), [seeds[p] for p in chunks[j]])
-        except BrokenProcessPool:
-            if not isinstance(pools[0], cf.ProcessPoolExecutor) or not getattr(pools[0], "_owned", False):
-                raise
-            pools[0].shutdown(wait=False, cancel_futures=True)
-            pools[0] = _new_pool(pools[0])
-            return pools[0].submit(_run_chunk, job_bytes, list(chunks[j]), [seeds[p] for p in chunks[j]])
-
-    futures = {submit(j): j for j in range(len(chunks))}
-    while futures:
-        finished, _ = cf.wait(list(futures), return_when=cf.FIRST_COMPLETED)
-        for fut in finished:
-            j = futures.pop(fut)
-            try:
-                results, failed = fut.result()
-                report.results.update(results)
-                report.failed.update(failed)
-            except Exception as err:  # the worker failed: retry the chunk once, then report its pairs
-                attempts[j] += 1
-                if attempts[j] <= 1:
-                    try:
-                        futures[submit(j)] = j
-                        continue
-                    except Exception:
-                        pass
-                for p in chunks[j]:
-                    report.failed[int(p)] = f"{type(err).__name__}: {err}"
-            if progress:
-                progress(report)
+def _drive(backend, plan, report, stop, retries, pair_timeout, progress):
+    """Hand out pairs while lanes have room; collect results until all are in, the deadline passes
+    or Ctrl-C is pressed."""
+    deaths = {}
+    limit = None if pair_timeout is None else pair_timeout + GRACE
+    while True:
+        why = stop.why()
+        if why:
+            report.interrupted = why == INTERRUPTED
+            if report.interrupted:  # keep what finished just before
+                _collect(backend.wait(0), report, plan, deaths, retries, late=False)
+            return
+        for lane in range(backend.lanes):
+            while backend.room(lane) > 0 and not stop.why():
+                key = plan.next(lane)
+                if key is None:
+                    break
+                backend.submit(lane, key, plan.seed(key))
+        if not backend.busy():
+            return
+        events = backend.wait(POLL)
+        if limit is not None:
+            for lane in backend.overdue(limit):
+                events.extend(backend.stop_lane(lane, _timeout_message(pair_timeout), limit))
+        _collect(events, report, plan, deaths, retries, late=stop.why() == DEADLINE)
+        if progress and events:
+            progress(report)
 
 
-def _budget(report, pool, workers, job_bytes, root, seconds, progress):
-    if seconds <= 0:
-        raise ValueError(f"time_budget must be positive, got {seconds}")
-    worker_seeds = root.spawn(workers)
-    if pool is None:
-        outputs = [_run_budget(job_bytes, worker_seeds[0], seconds)]
-    else:
-        futures = [pool.submit(_run_budget, job_bytes, s, seconds) for s in worker_seeds]
-        outputs = []
-        for fut in futures:
-            try:
-                outputs.append(fut.result())
-            except Exception as err:
-                warnings.warn(f"a time-budgeted worker failed ({type(err).__name__}: {err}); its pairs are lost",
-                              stacklevel=3)
-    for result in (r for out in outputs for r in out):
-        report.results[len(report.results)] = result
-    if progress:
-        progress(report)
+def _collect(events, report, plan, deaths, retries, late):
+    """Record the events of :func:`_drive` (``late``: past the deadline, results are discarded)."""
+    for _lane, key, kind, payload in events:
+        if kind == "stopped" or (late and kind in ("done", "failed")):
+            continue  # in flight at the interrupt or the deadline: dropped
+        if kind == "done":
+            report.results[key] = payload
+        elif kind == "failed":
+            report.failed[key] = payload
+        elif kind == "lost":
+            deaths[key] = deaths.get(key, 0) + 1
+            if deaths[key] > retries:
+                report.failed[key] = (f"WorkerDied: its worker failed while running it, {deaths[key]} times "
+                                      f"(last: {payload})")
+            else:
+                plan.give_back(key)
+        else:  # requeue
+            plan.give_back(key)

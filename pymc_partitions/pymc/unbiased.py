@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime
 import math
+import time
 import warnings
 
 import numpy as np
@@ -15,11 +16,13 @@ import pandas as pd
 import pymc as pm
 import xarray as xr
 
+from .._checks import boolean, choice, integer, probability, real
 from ..coupling.functions import largest_proportion, n_clusters
-from ..coupling.parallel import INITS, UnbiasedJob, run_pairs
+from ..coupling.parallel import (Interrupts, RunReport, UnbiasedJob, check_init, check_mp_ctx, check_seed,
+                                 check_timeout, run_pairs)
 from ..coupling.split_merge import pgsm_settings
 from ..coupling.sweep import COUPLINGS
-from ..coupling.unbiased import suggest_k_m
+from ..coupling.unbiased import check_h_value, check_k_m, suggest_k_m
 from .compat import made_group, new_result
 from .distributions import is_partition
 from .terms import PartitionTerms
@@ -28,15 +31,28 @@ __all__ = ["sample_unbiased", "summarize_unbiased"]
 
 
 class _StackedH:
-    """Several named functions of the partition as one flat vector (what the workers compute)."""
+    """Several named functions of the partition as one flat vector (what the workers compute).
+
+    Each function is probed once on the all-singletons partition: a value that is not finite
+    numbers is refused here, at the call. Afterwards every value must be finite and of the probed
+    shape, or the pair fails with a message naming the function (:func:`check_h_value`)."""
+
+    checks_values = True  # run_pair need not check again
 
     def __init__(self, functions: dict, n: int):
         self.functions = functions
         probe = np.arange(n)
-        self.shapes = {name: np.shape(fn(probe)) for name, fn in functions.items()}
+        self.shapes = {}
+        for name, fn in functions.items():
+            try:
+                self.shapes[name] = check_h_value(fn(probe), name=f"h[{name!r}]").shape
+            except ValueError as err:
+                raise ValueError(f"{err} on the all-singletons partition: every value of h must be finite "
+                                 "numbers") from None
 
     def __call__(self, labels):
-        return np.concatenate([np.ravel(np.asarray(fn(labels), float)) for fn in self.functions.values()])
+        return np.concatenate([np.ravel(check_h_value(fn(labels), self.shapes[name], f"h[{name!r}]"))
+                               for name, fn in self.functions.items()])
 
     def split(self, flat):
         """{name: array (pairs, *shape)} from (pairs, total) values."""
@@ -58,10 +74,27 @@ def _functions(h, pack, prior_code, prior_params):
         raise TypeError("h must be a callable of the labels or a non-empty dict name -> callable")
     out = {}
     for name, fn in h.items():
+        if not isinstance(name, str) or not name:
+            raise TypeError(f"the names of h must be non-empty strings, got {name!r}")
         if not callable(fn):
             raise TypeError(f"h[{name!r}] is not callable")
         out[name] = fn.bind(pack, prior_code, prior_params) if hasattr(fn, "bind") else fn
     return out
+
+
+def _check_names(stacked):
+    """Names and dims that would clash in the output (found now, not after every pair has run)."""
+    dims = {name: _dims(name, stacked.functions[name], shape) for name, shape in stacked.shapes.items()}
+    taken = {"pair"} | {d for ds, _ in dims.values() for d in ds}
+    for name in stacked.shapes:
+        if name in taken:
+            raise ValueError(f"h[{name!r}]: the name {name!r} is also a dimension of the output "
+                             f"({sorted(taken)}); rename it")
+    for name, (ds, coords) in dims.items():
+        for d, shape_d in zip(ds, stacked.shapes[name]):
+            if d in coords and len(coords[d]) != shape_d:
+                raise ValueError(f"h[{name!r}]: coords[{d!r}] has {len(coords[d])} values but the function's "
+                                 f"output has {shape_d} along {d!r}")
 
 
 def _partition_of(model):
@@ -88,22 +121,22 @@ def _dims(name, fn, shape):
 
 
 class _Progress:
-    """A rich progress bar: pairs done and meeting-time quantiles so far."""
+    """A rich progress bar: pairs done and meeting-time quantiles so far. It starts with the first
+    result, after the worker processes have started (its refresh thread is then not forked)."""
 
     def __init__(self, total, enabled):
-        self.bar = None
-        if not enabled:
-            return
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn  # noqa: PLC0415
-
-        self.bar = Progress(TextColumn("coupled pairs"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                            TextColumn("{task.description}"))
-        self.task = self.bar.add_task("", total=total)
-        self.bar.start()
+        self.bar, self.total, self.enabled = None, total, enabled
 
     def __call__(self, report):
-        if self.bar is None:
+        if not self.enabled:
             return
+        if self.bar is None:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn  # noqa: PLC0415
+
+            self.bar = Progress(TextColumn("coupled pairs"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                                TextColumn("{task.description}"))
+            self.task = self.bar.add_task("", total=self.total)
+            self.bar.start()
         tau = [r.tau for r in report.results.values() if r.met]
         text = f"tau median {np.median(tau):.0f}, 90% {np.quantile(tau, 0.9):.0f}" if tau else ""
         self.bar.update(self.task, completed=len(report.results) + len(report.failed), description=text)
@@ -117,7 +150,8 @@ def sample_unbiased(model=None, h=None, n_pairs: int | None = 100, coupling: str
                     k: int | None = None, m: int | None = None, max_iter: int = 10_000, cores: int | None = None,
                     executor=None, random_seed=None, progressbar: bool = True, eps: float = 0.0,
                     init="prior", time_budget: float | None = None, record_distance: bool = False,
-                    pilot_pairs: int = 20, mp_ctx=None, pgsm=None):
+                    pilot_pairs: int = 20, mp_ctx=None, pgsm=None, retries: int = 2,
+                    pair_timeout: float | None = None):
     """Unbiased estimates of E[h(partition) | data] from pairs of coupled Gibbs chains.
 
     Each pair runs two lagged collapsed-Gibbs chains whose per-item draws are coupled (by default
@@ -148,7 +182,7 @@ def sample_unbiased(model=None, h=None, n_pairs: int | None = 100, coupling: str
         Iteration cap per pair. A pair that has not met by then is reported (NaN estimate,
         ``met = False``) and a warning is raised: leaving it out biases the average.
     cores, executor :
-        By default a process pool with ``cores`` workers (all cores). Any
+        By default ``cores`` worker processes (all cores; ``cores=1`` runs in this process). Any
         ``concurrent.futures.Executor`` or a ``dask.distributed.Client`` may be given instead.
     random_seed : int or SeedSequence, optional
         Pair i uses the i-th child of ``SeedSequence(random_seed)``: results do not depend on
@@ -158,7 +192,8 @@ def sample_unbiased(model=None, h=None, n_pairs: int | None = 100, coupling: str
     init : {"prior", "singletons", "one_block"} or callable
         Initial law of both chains (a callable takes a numpy Generator and returns labels).
     time_budget : float, optional
-        Seconds per worker: run as many complete pairs as fit (seed 000, Sec. 3.3).
+        Seconds (finite, > 0) per worker: run as many complete pairs as fit (seed 000, Sec. 3.3);
+        the pairs in flight at the deadline are discarded. A warning says when none finished.
     record_distance : bool
         Also store the Mirkin distance between the chains at each iteration before meeting.
     pilot_pairs : int
@@ -173,14 +208,30 @@ def sample_unbiased(model=None, h=None, n_pairs: int | None = 100, coupling: str
         Both chains' moves use the same random numbers
         (:class:`pymc_partitions.coupling.split_merge.GibbsPGSM`). An iteration then costs more;
         compare meeting times in seconds, not iterations.
+    retries : int
+        How many times a pair whose worker process died (or whose executor task failed for a
+        reason other than the pair's own error) is run again before it is reported
+        ``failed: WorkerDied ...``. Default 2. Finished pairs are never rerun nor lost.
+    pair_timeout : float, optional
+        Seconds after which a running pair is stopped and reported ``failed: timeout after X s``.
+        Checked between iterations everywhere; a pair stuck inside one iteration (e.g. in h) is
+        stopped 0.5 s later by ending its worker process (the package's own processes only: a
+        thread or a Dask task cannot be stopped and is given up on instead).
+
+    Ctrl-C stops every mode within a fraction of a second and returns the finished pairs with
+    attrs ``interrupted=1`` and ``interrupted_during`` ("pilot" or "main"); see
+    ``docs/unbiased.md``. A second Ctrl-C raises KeyboardInterrupt at once.
 
     Returns
     -------
     arviz.InferenceData or xarray.DataTree
         The type ``pm.sample`` returns. Group ``unbiased``: one variable per function, dims
         ``pair`` + the function's dims. Group ``meeting``: ``tau``, ``met``, ``iterations``,
-        ``seconds``, ``status`` (and ``distance``) per pair. Both carry the settings as attrs
-        (with ``pgsm_moves``, 0 without PGSM, and the other ``pgsm_*`` settings).
+        ``seconds``, ``status`` ("met", "not met" or "failed: <why>") (and ``distance``) per pair.
+        Both carry the settings as attrs (with ``pgsm_moves``, 0 without PGSM, and the other
+        ``pgsm_*`` settings) and what happened: ``interrupted`` (0/1), ``interrupted_during``
+        ("none", "pilot", "main"), ``worker_failures`` (worker processes or executor tasks that
+        died under a pair), ``retries``, ``pair_timeout``, ``workers``, ``seconds``.
 
     Examples
     --------
@@ -195,16 +246,30 @@ def sample_unbiased(model=None, h=None, n_pairs: int | None = 100, coupling: str
     >>> attrs["pgsm_moves"], attrs["pgsm_num_particles"], bool(result["meeting"]["met"].all())
     (2, 10, True)
     """
+    owner = "sample_unbiased"
     model = pm.modelcontext(model)
-    if coupling not in COUPLINGS:
-        raise ValueError(f"coupling must be one of {sorted(COUPLINGS)}, got {coupling!r}")
-    if not (callable(init) or init in INITS):
-        raise ValueError(f"init must be one of {INITS} or a callable, got {init!r}")
-    for name, value in {"lag": lag, "max_iter": max_iter, "pilot_pairs": pilot_pairs}.items():
-        if int(value) != value or value < 1:
-            raise ValueError(f"{name} must be a positive integer, got {value}")
-    if time_budget is None and (n_pairs is None or int(n_pairs) != n_pairs or n_pairs < 1):
-        raise ValueError(f"n_pairs must be a positive integer, got {n_pairs}")
+    coupling = choice("coupling", coupling, sorted(COUPLINGS), owner=owner)
+    init = check_init(init, owner)
+    lag = integer("lag", lag, low=1, owner=owner)
+    max_iter = integer("max_iter", max_iter, low=1, owner=owner)
+    pilot_pairs = integer("pilot_pairs", pilot_pairs, low=1, owner=owner)
+    time_budget = check_timeout("time_budget", time_budget, owner)
+    pair_timeout = check_timeout("pair_timeout", pair_timeout, owner)
+    if time_budget is None and n_pairs is None:
+        raise ValueError(f"{owner}: give n_pairs or time_budget")
+    n_pairs = None if n_pairs is None else integer("n_pairs", n_pairs, low=1, owner=owner)
+    if (k is None) != (m is None):
+        raise ValueError(f"{owner}: give both k and m, or neither (then a pilot run chooses them)")
+    if k is not None:
+        k, m, lag, max_iter = check_k_m(k, m, lag, max_iter, owner)
+    cores = None if cores is None else integer("cores", cores, low=1, owner=owner)
+    retries = integer("retries", retries, low=0, owner=owner)
+    eps = probability("eps", eps, owner=owner)
+    progressbar = boolean("progressbar", progressbar, owner=owner)
+    record_distance = boolean("record_distance", record_distance, owner=owner)
+    root = check_seed(random_seed, owner)
+    if executor is None:
+        check_mp_ctx(mp_ctx)
     rv = _partition_of(model)
     terms = PartitionTerms(model, rv)
     pgsm = pgsm_settings(pgsm, terms.n)
@@ -212,45 +277,71 @@ def sample_unbiased(model=None, h=None, n_pairs: int | None = 100, coupling: str
     terms.check_prior_params(prior_params)
     functions = _functions(h, pack, terms.prior_code, prior_params)
     stacked = _StackedH(functions, terms.n)
-    job = UnbiasedJob(pack, terms.prior_code, prior_params, stacked, 0, 0, int(lag), int(max_iter), coupling,
-                      float(eps), init, bool(record_distance), pgsm)
-    root = random_seed if isinstance(random_seed, np.random.SeedSequence) else np.random.SeedSequence(random_seed)
+    _check_names(stacked)
+    job = UnbiasedJob(pack, terms.prior_code, prior_params, stacked, 0, 0, lag, max_iter, coupling, eps, init,
+                      record_distance, pgsm)
     main_seed, pilot_seed = root.spawn(2)
-    pilot_k_m = None
-    if k is None or m is None:
-        if k is not None or m is not None:
-            raise ValueError("give both k and m, or neither (then a pilot run chooses them)")
-        pilot = run_pairs(job, n_pairs=int(pilot_pairs), random_seed=pilot_seed, cores=cores, executor=executor,
-                          mp_ctx=mp_ctx)
-        taus = [r.tau if r.met else -1 for r in pilot.results.values()]
-        k, m = suggest_k_m(taus)
-        pilot_k_m = (k, m)
-    job.k, job.m = int(k), int(m)
-    if not 0 <= job.k <= job.m:
-        raise ValueError(f"need 0 <= k <= m, got k={k}, m={m}")
-    if job.max_iter < max(job.m, job.lag):
-        raise ValueError(f"max_iter ({max_iter}) must be at least max(m, lag) = {max(job.m, job.lag)}")
-
-    bar = _Progress(None if time_budget is not None else int(n_pairs), progressbar)
-    try:
-        report = run_pairs(job, n_pairs=None if time_budget is not None else int(n_pairs), random_seed=main_seed,
-                           cores=cores, executor=executor, time_budget=time_budget, progress=bar, mp_ctx=mp_ctx)
-    finally:
-        bar.close()
+    run = dict(cores=cores, executor=executor, mp_ctx=mp_ctx, retries=retries, pair_timeout=pair_timeout)
     settings = {
-        "partition": rv.name, "coupling": coupling, "eps": float(eps), "lag": job.lag, "k": job.k, "m": job.m,
-        "max_iter": job.max_iter, "init": init if isinstance(init, str) else "callable",
-        "random_seed": str(random_seed), "time_budget": "none" if time_budget is None else float(time_budget),
-        "n_pairs_requested": "none" if time_budget is not None else int(n_pairs),
-        "k_m_from_pilot": "no" if pilot_k_m is None else f"yes ({pilot_pairs} pilot pairs)",
-        "workers": report.workers, "executor": type(executor).__name__ if executor is not None else "process pool",
-        "interrupted": int(report.interrupted), "seconds": report.seconds,
+        "partition": rv.name, "coupling": coupling, "eps": eps, "lag": lag, "k": "none", "m": "none",
+        "max_iter": max_iter, "init": init if isinstance(init, str) else "callable",
+        "random_seed": str(random_seed), "time_budget": "none" if time_budget is None else time_budget,
+        "n_pairs_requested": "none" if time_budget is not None else n_pairs,
+        "k_m_from_pilot": "no" if k is not None else f"yes ({pilot_pairs} pilot pairs)",
+        "executor": type(executor).__name__ if executor is not None else ("this process" if cores == 1
+                                                                          else "process pool"),
+        "retries": retries, "pair_timeout": "none" if pair_timeout is None else pair_timeout,
         "pgsm_moves": 0 if pgsm is None else pgsm["moves"],
     }
     if pgsm is not None:  # netCDF attrs: numbers and strings only
         settings.update({f"pgsm_{key}": int(v) if isinstance(v, bool) else v
                          for key, v in pgsm.items() if key != "moves"})
+    start = time.perf_counter()
+    failures = 0
+    with Interrupts() as interrupts:
+        if k is None:
+            pilot = run_pairs(job, n_pairs=pilot_pairs, random_seed=pilot_seed, interrupts=interrupts, **run)
+            failures += pilot.worker_failures
+            if pilot.interrupted:
+                warnings.warn(f"interrupted during the pilot run ({len(pilot.results)} of {pilot_pairs} pilot pairs "
+                              "done): k and m were not chosen and the main run was not started; the result holds "
+                              "no pairs", stacklevel=2)
+                settings.update(interrupted=1, interrupted_during="pilot", worker_failures=failures,
+                                workers=pilot.workers, seconds=time.perf_counter() - start)
+                return _result(RunReport(), stacked, settings, record_distance)
+            k, m = _k_m_from_pilot(pilot)
+            k, m, lag, max_iter = check_k_m(k, m, lag, max_iter, owner)
+        job.k, job.m = k, m
+        settings.update(k=k, m=m)
+        bar = _Progress(None if time_budget is not None else n_pairs, progressbar)
+        try:
+            report = run_pairs(job, n_pairs=None if time_budget is not None else n_pairs, random_seed=main_seed,
+                               time_budget=time_budget, progress=bar, interrupts=interrupts, **run)
+        finally:
+            bar.close()
+    if report.interrupted:
+        warnings.warn(f"interrupted: returning the {len(report.results)} pairs completed before Ctrl-C; the pairs "
+                      "still running were dropped, and since slow pairs are the ones left running, the average of "
+                      "the kept pairs leans towards early meetings", stacklevel=2)
+    elif time_budget is not None and not report.results:
+        warnings.warn(f"no pair finished within time_budget={time_budget:g} s: raise time_budget (or lower m)",
+                      stacklevel=2)
+    settings.update(interrupted=int(report.interrupted), interrupted_during="main" if report.interrupted else "none",
+                    worker_failures=failures + report.worker_failures, workers=report.workers,
+                    seconds=time.perf_counter() - start)
     return _result(report, stacked, settings, record_distance)
+
+
+def _k_m_from_pilot(pilot):
+    """(k, m) from the meeting times of the pilot pairs that did not fail (a warning names the others)."""
+    if not pilot.results:
+        first = next(iter(pilot.failed.values()), "no result")
+        raise RuntimeError(f"every pilot pair failed, e.g. {first}; give k and m, or fix the failure")
+    if pilot.failed:
+        warnings.warn(f"{len(pilot.failed)} pilot pairs failed (e.g. {next(iter(pilot.failed.values()))}); k and m "
+                      "are chosen from the others", stacklevel=3)
+    taus = [r.tau if r.met else -1 for r in pilot.results.values()]
+    return suggest_k_m(taus)
 
 
 def _result(report, stacked, settings, record_distance):
@@ -293,9 +384,13 @@ def _result(report, stacked, settings, record_distance):
                  pymc_partitions_version=__version__, created_at=datetime.datetime.now().isoformat())
     not_met = len(ids) - n_met
     if not_met:
+        distinct = list(dict.fromkeys(report.failed.values()))
+        failures = (f" {len(report.failed)} failed: " + "; ".join(distinct[:3]) + (" ..." if len(distinct) > 3 else "")
+                    + ".") if distinct else ""
         warnings.warn(
             f"{not_met} of {len(ids)} pairs did not meet or failed (see the 'meeting' group); their estimates are "
-            "NaN and an average over the others is biased: raise max_iter or check the model", stacklevel=3)
+            f"NaN and an average over the others is biased: raise max_iter or check the model.{failures}",
+            stacklevel=3)
     groups = {
         "unbiased": xr.Dataset(unbiased, coords={"pair": pair}, attrs=attrs),
         "meeting": xr.Dataset(meeting, coords={"pair": pair}, attrs=attrs),
@@ -310,11 +405,18 @@ def summarize_unbiased(result, var_names=None, ci: float = 0.95) -> pd.DataFrame
     ``ci_lower``, ``ci_upper``, ``n_pairs`` (pairs averaged) and ``n_met``. Pairs that did not
     meet are left out of the average with a warning, since the average is then biased.
     """
+    ci = real("ci", ci, low=0.0, high=1.0, low_open=True, high_open=True, owner="summarize_unbiased")
     ds = made_group(result, "unbiased", "pmp.sample_unbiased")
     meeting = made_group(result, "meeting", "pmp.sample_unbiased")
     met = meeting["met"].values
-    if not 0 < ci < 1:
-        raise ValueError(f"ci must be in (0, 1), got {ci}")
+    if var_names is not None:
+        var_names = [var_names] if isinstance(var_names, str) else var_names
+        if not isinstance(var_names, (list, tuple)) or not all(isinstance(v, str) for v in var_names):
+            raise TypeError(f"summarize_unbiased: var_names must be None, a name or a list of names, got {var_names!r}")
+        unknown = [v for v in var_names if v not in ds.data_vars]
+        if unknown:
+            raise ValueError(f"summarize_unbiased: no estimated quantity named {unknown}; there are "
+                             f"{list(ds.data_vars)}")
     if not met.all():
         warnings.warn(f"{int((~met).sum())} of {met.size} pairs did not meet or failed: the summary averages the "
                       "others and is biased", stacklevel=2)
