@@ -8,7 +8,7 @@ import numpy as np
 from . import _checks
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", inline="always")
 def relative_weights(logw, count, out):
     """``out[:count]`` = exp(logw - max), with weights below e^-37 of the largest set to exactly 0
     (below one rounding unit of their total, which is >= 1); returns the total. ``out`` may be
