@@ -61,7 +61,7 @@ ORDER, PROPOSAL, RESAMPLING, OUTPUT = 0, 1, 2, 3  # streams of a move's seed
 _INFO_FIXED = 8  # info layout: see _pgsm_core
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", inline="always")
 def _exp_weights(x, count):
     """Overwrite ``x[:count]`` with exp(x - max) and return (max, their sum); (-inf, 0) if all are -inf
     (a dead particle or an impossible decision: legitimate here). Then log-sum-exp = max + log(sum),
