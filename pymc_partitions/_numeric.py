@@ -5,30 +5,54 @@ import math
 import numba
 import numpy as np
 
+from . import _checks
 
-@numba.njit(cache=True, error_model="numpy")
-def draw_log_weights(logw, count, u):
-    """Index j < count drawn with probability proportional to exp(logw[j]), by inverting the CDF
-    at the uniform ``u``. ``logw`` is overwritten with the unnormalised weights."""
+
+@numba.njit(cache=True, error_model="numpy", inline="always")
+def relative_weights(logw, count, out):
+    """``out[:count]`` = exp(logw - max), with weights below e^-37 of the largest set to exactly 0
+    (below one rounding unit of their total, which is >= 1); returns the total. ``out`` may be
+    ``logw``.
+
+    -inf is a legitimate log weight (an impossible option). Raises ``ValueError`` when a log
+    weight is NaN or +inf, or when every option is impossible: there is then no law to draw
+    from, and no index would be right."""
+    if count > logw.shape[0] or count > out.shape[0]:
+        raise ValueError("count exceeds the length of the weights")
     top = -np.inf
     for j in range(count):
         if logw[j] > top:
             top = logw[j]
+    if top == -np.inf:  # every log weight is -inf or NaN (tests outside the loops: they stay as they were)
+        for j in range(count):
+            if logw[j] != logw[j]:
+                raise ValueError("a log weight is NaN or +inf: non-finite statistics or parameters")
+        raise ValueError("no option has positive probability (every log weight is -inf): the current state "
+                         "may have probability 0")
     total = 0.0
     for j in range(count):
         d = logw[j] - top
-        # below e^-37 a weight is under one rounding unit of the total (>= 1): skip the exp
-        logw[j] = math.exp(d) if d > -37.0 else 0.0
-        total += logw[j]
-    target = u * total
+        # written so that a NaN d (a NaN log weight, or +inf - +inf) gives a NaN total
+        out[j] = 0.0 if d <= -37.0 else math.exp(d)
+        total += out[j]
+    if not total > 0.0:
+        raise ValueError("a log weight is NaN or +inf: non-finite statistics or parameters")
+    return total
+
+
+@numba.njit(cache=True, error_model="numpy")
+def draw_log_weights(logw, count, u):
+    """Index j < count drawn with probability proportional to exp(logw[j]), by inverting the CDF
+    at the uniform ``u``. ``logw`` is overwritten with the unnormalised weights. Raises
+    ``ValueError`` as :func:`relative_weights` does."""
+    target = u * relative_weights(logw, count, logw)
     acc = 0.0
     for j in range(count):
         acc += logw[j]
         if target < acc:
             return j
-    # rounding ran past the end: take the last index with positive weight
-    j = count - 1
-    while logw[j] == 0.0:
+    j = count - 1  # rounding ran past the end: the last index with positive weight (there is one)
+    while j > 0 and logw[j] == 0.0:
         j -= 1
     return j
 
@@ -36,16 +60,43 @@ def draw_log_weights(logw, count, u):
 @numba.njit(cache=True, error_model="numpy")
 def inverse_cdf(p, count, u):
     """Index j < count drawn with the normalised probabilities ``p[:count]``, by inverting the CDF
-    at ``u``."""
+    at ``u`` (``count <= len(p)``: the callers' arrays are sized for it). Raises ``ValueError`` if no
+    entry is positive or one is NaN, rather than read out of bounds. The tests sit past the end of
+    the loop only: this runs once per particle and step of a PGSM move, where an up-front length
+    test and a call to a raising helper cost 3-4% of the move."""
     acc = 0.0
     for j in range(count):
         acc += p[j]
         if u < acc:
             return j
-    j = count - 1  # rounding ran past the end: the last index with positive mass
-    while p[j] == 0.0:
+    # rounding ran past the end: the last index with positive mass
+    if acc != acc:
+        raise ValueError("a probability is NaN")
+    j = count - 1
+    while j >= 0 and not p[j] > 0.0:
         j -= 1
+    if j < 0:
+        raise ValueError("no option has positive probability")
     return j
+
+
+def check_uniforms(u, shape, owner, name="uniforms"):
+    """``u`` as a contiguous float64 array after checking its shape and that it lies in [0, 1)."""
+    u = np.ascontiguousarray(u, dtype=np.float64)
+    if u.shape != tuple(shape):
+        raise ValueError(f"{owner}: {name} must have shape {tuple(shape)}, got {u.shape}")
+    if not _all_unit(u.reshape(-1)):
+        raise ValueError(f"{owner}: {name} must lie in [0, 1)")
+    return u
+
+
+@numba.njit(cache=True)
+def _all_unit(u):
+    """Whether every entry of ``u`` (1-d) lies in [0, 1) (NaN does not)."""
+    for i in range(u.shape[0]):
+        if not (0.0 <= u[i] < 1.0):
+            return False
+    return True
 
 
 # Counter-based uniforms. A move that needs many random numbers takes one 64-bit seed; the number
@@ -59,6 +110,13 @@ _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 def draw_seed(rng: np.random.Generator) -> np.uint64:
     """A 64-bit seed for the counter-based uniforms, from a numpy Generator."""
     return np.uint64(rng.integers(0, 2**64, dtype=np.uint64))
+
+
+def check_seed(seed, owner) -> np.uint64:
+    """``seed`` as np.uint64, checked: an integer in [0, 2^64) (not 1.5, not -1)."""
+    if type(seed) is np.uint64:  # what draw_seed gives: the common case first
+        return seed
+    return np.uint64(_checks.integer("seed", seed, low=0, high=2**64 - 1, owner=owner))
 
 
 @numba.njit(cache=True)

@@ -27,6 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from .families.kernels import GRAPH, FamilyPack
+from .partition import integer_labels
 from .priors import UniformLabels
 
 __all__ = ["colouring_target", "greedy_colouring", "is_proper"]
@@ -36,7 +37,9 @@ def _adjacency(adjacency) -> np.ndarray:
     a = np.asarray(adjacency)
     if a.ndim != 2 or a.shape[0] != a.shape[1] or a.shape[0] == 0:
         raise ValueError(f"adjacency must be a square (n, n) matrix, got shape {a.shape}")
-    if not np.isin(a, (0, 1)).all():
+    if a.dtype != np.bool_ and not np.issubdtype(a.dtype, np.number):
+        raise TypeError(f"adjacency must be a numeric 0/1 matrix, got dtype {a.dtype}")
+    if not ((a == 0) | (a == 1)).all():
         raise ValueError("adjacency must hold 0/1 entries")
     if not np.array_equal(a, a.T):
         raise ValueError("adjacency must be symmetric (an undirected graph)")
@@ -53,14 +56,14 @@ def colouring_target(adjacency, q: int):
     positive.
     """
     a = _adjacency(adjacency)
-    prior = UniformLabels(q)
+    prior = UniformLabels(q)  # checks q: a positive integer
     return FamilyPack.build([(GRAPH, a, np.zeros(0))]), prior
 
 
 def is_proper(adjacency, labels) -> bool:
     """True if no edge joins two items with the same label."""
     a = _adjacency(adjacency)
-    labels = np.asarray(labels)
+    labels = integer_labels(labels, a.shape[0], owner="is_proper")
     i, j = np.nonzero(a)
     return bool(np.all(labels[i] != labels[j]))
 
@@ -70,8 +73,8 @@ def greedy_colouring(adjacency, order=None) -> np.ndarray:
     colour its coloured neighbours do not use (at most max degree + 1 colours)."""
     a = _adjacency(adjacency)
     n = a.shape[0]
-    order = np.arange(n) if order is None else np.asarray(order)
-    if sorted(order.tolist()) != list(range(n)):
+    order = np.arange(n) if order is None else integer_labels(order, n, name="order", owner="greedy_colouring")
+    if not np.array_equal(np.sort(order), np.arange(n)):
         raise ValueError("order must be a permutation of the vertices")
     labels = np.full(n, -1, np.int64)
     for v in order:

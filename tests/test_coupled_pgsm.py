@@ -166,12 +166,14 @@ def test_settings_and_clear_errors():
     with pytest.raises(ValueError, match="moves must be an integer >= 1"):
         pgsm_settings(0)
     with pytest.raises(ValueError, match="num_particles must be an integer >= 2"):
+        pgsm_settings({"num_particles": 1})
+    with pytest.raises(ValueError, match="num_particles must be an integer, got 1.5"):
         pgsm_settings({"num_particles": 1.5})
     with pytest.raises(ValueError, match="exceeds the number of items"):
         pgsm_settings({"num_anchors": 7}, n=6)
     with pytest.raises(ValueError, match="resample_threshold"):
         pgsm_settings({"resample_threshold": 2.0})
-    with pytest.raises(ValueError, match="annealed must be True or False"):
+    with pytest.raises(TypeError, match="annealed must be True or False"):
         pgsm_settings({"annealed": "yes"})
     with pytest.raises(TypeError, match="pgsm must be None"):
         pgsm_settings(True)

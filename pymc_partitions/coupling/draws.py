@@ -14,12 +14,10 @@ chain does; the couplings differ in how often (and on what) the two draws agree:
 
 from __future__ import annotations
 
-import math
-
 import numba
 import numpy as np
 
-from .._numeric import inverse_cdf
+from .._numeric import inverse_cdf, relative_weights
 from .transport import transport_plan_ws
 
 __all__ = ["probabilities", "draw_ot", "draw_maximal", "draw_crn", "draw_independent"]
@@ -28,16 +26,9 @@ __all__ = ["probabilities", "draw_ot", "draw_maximal", "draw_crn", "draw_indepen
 @numba.njit(cache=True, error_model="numpy")
 def probabilities(logw, count, p):
     """``p[:count]`` = normalised exp(logw[:count]). Weights below e^-37 of the largest are set to
-    exactly 0, as in the single-chain draw (they are below one rounding unit of the total)."""
-    top = -np.inf
-    for j in range(count):
-        if logw[j] > top:
-            top = logw[j]
-    total = 0.0
-    for j in range(count):
-        d = logw[j] - top
-        p[j] = math.exp(d) if d > -37.0 else 0.0
-        total += p[j]
+    exactly 0, as in the single-chain draw (:func:`~pymc_partitions._numeric.relative_weights`,
+    which raises ``ValueError`` on a NaN or +inf log weight, or when every log weight is -inf)."""
+    total = relative_weights(logw, count, p)
     for j in range(count):
         p[j] /= total
 
@@ -75,6 +66,8 @@ def draw_maximal(p, cx, q, cy, u1, u2, u3, work):
     both take the same label j ~ min(p, q) / w; otherwise each draws from its own residual
     (p - min(p, q)) / (1 - w), independently. ``work`` holds at least max(cx, cy) floats."""
     c = max(cx, cy)
+    if work.shape[0] < c or p.shape[0] < cx or q.shape[0] < cy:
+        raise ValueError("draw_maximal: an array is shorter than its count")
     w = 0.0
     for j in range(c):
         work[j] = min(p[j] if j < cx else 0.0, q[j] if j < cy else 0.0)

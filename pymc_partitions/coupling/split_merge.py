@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import _checks
 from ..samplers.pgsm import PGSMKernel, pgsm_random_numbers
 from .sweep import ChainState, GibbsSweeps
 
@@ -37,23 +38,18 @@ def pgsm_settings(pgsm, n: int | None = None) -> dict | None:
     if isinstance(pgsm, (bool, np.bool_)) or not isinstance(pgsm, (int, np.integer, dict)):
         raise TypeError(f"pgsm must be None, a number of moves per iteration or a dict of settings, got {pgsm!r}")
     given = {"moves": pgsm} if not isinstance(pgsm, dict) else dict(pgsm)
-    unknown = sorted(set(given) - set(PGSM_DEFAULTS))
+    unknown = sorted(set(given) - set(PGSM_DEFAULTS), key=str)
     if unknown:
         raise ValueError(f"unknown PGSM setting(s) {unknown}; known: {sorted(PGSM_DEFAULTS)}")
     s = {**PGSM_DEFAULTS, **given}
-    for name, low in (("moves", 1), ("num_particles", 2), ("num_anchors", 2)):
-        v = s[name]
-        if isinstance(v, (bool, np.bool_)) or int(v) != v or v < low:
-            raise ValueError(f"pgsm {name} must be an integer >= {low}, got {v!r}")
-        s[name] = int(v)
+    owner = "pgsm"
+    s["moves"] = _checks.integer("moves", s["moves"], low=1, owner=owner)
+    s["num_particles"] = _checks.integer("num_particles", s["num_particles"], low=2, owner=owner)
+    s["num_anchors"] = _checks.integer("num_anchors", s["num_anchors"], low=2, owner=owner)
     if n is not None and s["num_anchors"] > n:
         raise ValueError(f"pgsm num_anchors ({s['num_anchors']}) exceeds the number of items ({n})")
-    if not 0.0 <= float(s["resample_threshold"]) <= 1.0:
-        raise ValueError(f"pgsm resample_threshold must be in [0, 1], got {s['resample_threshold']!r}")
-    s["resample_threshold"] = float(s["resample_threshold"])
-    if not isinstance(s["annealed"], (bool, np.bool_)):
-        raise ValueError(f"pgsm annealed must be True or False, got {s['annealed']!r}")
-    s["annealed"] = bool(s["annealed"])
+    s["resample_threshold"] = _checks.probability("resample_threshold", s["resample_threshold"], owner=owner)
+    s["annealed"] = _checks.boolean("annealed", s["annealed"], owner=owner)
     if s["anchor_proposal"] != "uniform":
         raise ValueError(f"coupled PGSM moves need anchor_proposal='uniform', got {s['anchor_proposal']!r}: "
                          "informed proposals adapt on each chain's history, so two chains would not share "
@@ -78,6 +74,8 @@ class GibbsPGSM:
 
     def __init__(self, gibbs: GibbsSweeps, moves=1, num_particles=20, resample_threshold=0.5, num_anchors=2,
                  annealed=True, anchor_proposal="uniform"):
+        if not isinstance(gibbs, GibbsSweeps):
+            raise TypeError(f"GibbsPGSM: gibbs must be a GibbsSweeps, got {type(gibbs).__name__}")
         s = pgsm_settings(dict(moves=moves, num_particles=num_particles, resample_threshold=resample_threshold,
                                num_anchors=num_anchors, annealed=annealed, anchor_proposal=anchor_proposal), gibbs.n)
         self.gibbs = gibbs
@@ -96,6 +94,9 @@ class GibbsPGSM:
 
     def _moves(self, state: ChainState, moves) -> None:
         """The PGSM moves, then the state rebuilt in place from the new labels."""
+        self.gibbs._state(state, "GibbsPGSM")
+        if len(moves) != self.moves:
+            raise ValueError(f"GibbsPGSM: need the randomness of {self.moves} PGSM move(s), got {len(moves)}")
         labels = state.labels()
         for r in moves:
             labels = self.pgsm.move(labels, r)[0]

@@ -20,9 +20,11 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from .. import _checks
+from .._numeric import check_uniforms
 from ..families.kernels import FamilyPack, pack_init
-from ..partition import canonicalize_into
-from ..samplers.gibbs import _assign, _build, _grow, _join_weights, _log_conditional, _remove, _sweep
+from ..partition import as_labels, canonicalize_into, index_array
+from ..samplers.gibbs import _assign, _build, _grow, _join_weights, _log_conditional, _remove, _sweep, check_model
 from .draws import draw_crn, draw_independent, draw_maximal, draw_ot, probabilities
 from .transport import make_workspace
 
@@ -211,16 +213,11 @@ class GibbsSweeps:
     """
 
     def __init__(self, pack: FamilyPack, prior_code: int, prior_params, coupling: str = "ot", eps: float = 0.0):
-        if coupling not in COUPLINGS:
-            raise ValueError(f"coupling must be one of {sorted(COUPLINGS)}, got {coupling!r}")
-        eps = float(eps)
-        if not 0.0 <= eps <= 1.0:
-            raise ValueError(f"eps must be in [0, 1], got {eps}")
+        owner = "GibbsSweeps"
+        self.coupling = _checks.choice("coupling", coupling, sorted(COUPLINGS), owner=owner)
+        self.eps = _checks.probability("eps", eps, owner=owner)
+        self.prior_code, self.prior_params = check_model(pack, prior_code, prior_params, owner)
         self.pack = pack
-        self.prior_code = int(prior_code)
-        self.prior_params = np.asarray(prior_params, np.float64)
-        self.coupling = coupling
-        self.eps = eps
         self.n = pack.data.shape[0]
         self._scratch = np.empty(max(1, pack.data.shape[1]))
         self._empty = np.empty((1, pack.width))
@@ -238,17 +235,36 @@ class GibbsSweeps:
         return rng.permutation(self.n), rng.random((self.n, UNIFORMS_PER_VISIT))
 
     def start(self, labels) -> ChainState:
-        labels = np.ascontiguousarray(labels, dtype=np.int64)
-        if labels.shape != (self.n,):
-            raise ValueError(f"labels must have shape ({self.n},), got {labels.shape}")
+        """A chain state from labels (n integers in [0, n))."""
+        labels = as_labels(labels, self.n, owner="GibbsSweeps.start")
         p = self.pack
         slot_of, sizes, stats, active, k = _build(labels, p.codes, p.dims, p.data_off, p.stat_off, p.hyper_off,
                                                   p.hyper, p.data, p.width, self._scratch)
         return ChainState(slot_of, sizes, stats, active, k)
 
+    def _randomness(self, randomness, owner):
+        """(order, uniforms) checked: n' item indices in [0, n) and (n', UNIFORMS_PER_VISIT) uniforms in [0, 1)."""
+        try:
+            order, uniforms = randomness
+        except (TypeError, ValueError):
+            raise TypeError(f"{owner}: randomness must be (order, uniforms), got {type(randomness).__name__}") from None
+        order = index_array(order, self.n, name="order", owner=owner)
+        if order.ndim != 1:
+            raise ValueError(f"{owner}: order must be a vector of item indices, got shape {order.shape}")
+        return order, check_uniforms(uniforms, (order.shape[0], UNIFORMS_PER_VISIT), owner)
+
+    def _state(self, state, owner):
+        """Raise unless ``state`` is a chain state of this kernel's model (made by :meth:`start`)."""
+        ok = (isinstance(state, ChainState) and state.slot_of.shape == (self.n,) and state.stats.ndim == 2
+              and state.stats.shape[1] == self.pack.width and state.sizes.shape[0] == state.stats.shape[0]
+              == state.active.shape[0] and 0 <= state.n_active <= state.sizes.shape[0])
+        if not ok:
+            raise ValueError(f"{owner}: the state must be a ChainState made by this kernel's start()")
+
     def sweep(self, state: ChainState, randomness) -> None:
         """One single-chain sweep, in place."""
-        order, uniforms = randomness
+        self._state(state, "GibbsSweeps.sweep")
+        order, uniforms = self._randomness(randomness, "GibbsSweeps.sweep")
         state.sizes, state.stats, state.active, state.n_active = _sweep(
             state.slot_of, state.sizes, state.stats, state.active, state.n_active, order,
             np.ascontiguousarray(uniforms[:, 1]), *self._pack_args(), self._empty, self._scratch,
@@ -256,11 +272,20 @@ class GibbsSweeps:
 
     def intersections(self, x: ChainState, y: ChainState) -> np.ndarray:
         """Table of |A ∩ B| over the slots of the two chains."""
+        self._state(x, "GibbsSweeps.intersections")
+        self._state(y, "GibbsSweeps.intersections")
         return _intersections(x.slot_of, x.sizes.shape[0], y.slot_of, y.sizes.shape[0])
 
     def coupled_sweep(self, x: ChainState, y: ChainState, inter: np.ndarray, randomness) -> np.ndarray:
         """One coupled sweep of both chains, in place; returns the (possibly grown) intersection table."""
-        order, uniforms = randomness
+        owner = "GibbsSweeps.coupled_sweep"
+        self._state(x, owner)
+        self._state(y, owner)
+        inter = np.asarray(inter)
+        if inter.dtype != np.int64 or inter.shape != (x.sizes.shape[0], y.sizes.shape[0]):
+            raise ValueError(f"{owner}: inter must be the int64 intersection table of the two states "
+                             "(GibbsSweeps.intersections)")
+        order, uniforms = self._randomness(randomness, owner)
         (x.sizes, x.stats, x.active, x.n_active, y.sizes, y.stats, y.active, y.n_active, inter) = _coupled_sweep(
             COUPLINGS[self.coupling], self.eps, order, uniforms,
             x.slot_of, x.sizes, x.stats, x.active, x.n_active, y.slot_of, y.sizes, y.stats, y.active, y.n_active,
@@ -271,4 +296,11 @@ class GibbsSweeps:
     @staticmethod
     def distance(x: ChainState, y: ChainState, inter: np.ndarray) -> int:
         """Mirkin distance between the two chains' partitions (seed 000, eq. 2)."""
+        inter = np.asarray(inter)
+        ok = (isinstance(x, ChainState) and isinstance(y, ChainState) and x.slot_of.shape == y.slot_of.shape
+              and inter.dtype == np.int64 and inter.shape == (x.sizes.shape[0], y.sizes.shape[0])
+              and 0 <= x.n_active <= x.active.shape[0] == x.sizes.shape[0]
+              and 0 <= y.n_active <= y.active.shape[0] == y.sizes.shape[0])
+        if not ok:
+            raise ValueError("GibbsSweeps.distance: need two chain states of one kernel and their intersection table")
         return int(_mirkin(x.sizes, x.active, x.n_active, y.sizes, y.active, y.n_active, inter))

@@ -53,6 +53,8 @@ import warnings
 import numba
 import numpy as np
 
+from .. import _checks
+
 __all__ = [
     "transport_plan",
     "transport_plan_ws",
@@ -136,8 +138,9 @@ def _hang(iw, fw, HEAD, NXT, HTO, PAR, PARC, DEP, SIZ, ORD, POT, ACOST):
 def transport_plan_info(a, na, b, nb, cost, rows, cols, mass, iwork, fwork):
     """:func:`transport_plan_ws` returning ``(count, pivots, status)``.
 
-    status 0: optimal. 2: ``a[:na]`` or ``b[:nb]`` has no positive finite total (count 0).
-    4: an array is too short for ``na``, ``nb`` (count 0). For finite costs and masses with
+    status 0: optimal. 2: ``a[:na]`` or ``b[:nb]`` has no positive finite total, or holds a NaN
+    or +inf (count 0). 4: an array is too short for ``na``, ``nb`` (count 0). 5: a cost between
+    two entries of positive mass is not finite (count 0). For finite costs and masses with
     positive finite totals the status is always 0: 1 (pivot limit ``1000 + 50 (na + nb)**2``
     reached; the plan is a valid coupling but may not be optimal) and 3 (internal
     inconsistency, count 0) are guards against programming errors only. The method provably
@@ -148,7 +151,7 @@ def transport_plan_info(a, na, b, nb, cost, rows, cols, mass, iwork, fwork):
     fw = fwork
     nn = na + nb
     ni, nf = workspace_sizes(na, nb)
-    if (iw.size < ni or fw.size < nf or a.size < na or b.size < nb or cost.shape[0] < na
+    if (na < 0 or nb < 0 or iw.size < ni or fw.size < nf or a.size < na or b.size < nb or cost.shape[0] < na
             or cost.shape[1] < nb or rows.size < nn or cols.size < nn or mass.size < nn):
         return 0, 0, 4
     # int64 work layout (offsets into iw)
@@ -200,6 +203,8 @@ def transport_plan_info(a, na, b, nb, cost, rows, cols, mass, iwork, fwork):
             t = sa + x
             ca += ((sa - t) + x) if sa >= x else ((x - t) + sa)
             sa = t
+        elif x != x:  # NaN: not a mass (entries <= 0, -inf included, just get none)
+            return 0, 0, 2
     sa += ca
     sb = 0.0
     ca = 0.0
@@ -209,6 +214,8 @@ def transport_plan_info(a, na, b, nb, cost, rows, cols, mass, iwork, fwork):
             t = sb + x
             ca += ((sb - t) + x) if sb >= x else ((x - t) + sb)
             sb = t
+        elif x != x:
+            return 0, 0, 2
     sb += ca
     if not (sa > 0.0 and sa < np.inf and sb > 0.0 and sb < np.inf):
         return 0, 0, 2
@@ -269,6 +276,10 @@ def transport_plan_info(a, na, b, nb, cost, rows, cols, mass, iwork, fwork):
             c = abs(c)
             if c > scale:
                 scale = c
+            elif not c <= scale:  # NaN
+                return 0, 0, 5
+    if scale == np.inf:
+        return 0, 0, 5
     ctol = _CTOL * scale
     cl = fw[CL:CL + ma * mb]
 
@@ -597,7 +608,8 @@ def transport_plan(a, na, b, nb, cost, rows, cols, mass):
     total) get no mass. Costs must be finite. On return ``rows[:count], cols[:count],
     mass[:count]`` (arrays of length >= na + nb) list the nonzero cells of an optimal basic
     plan (count <= na + nb - 1) whose marginals are ``a / a.sum()`` and ``b / b.sum()`` to
-    rounding. Returns ``count`` (0 if either side has no positive mass). Allocates two
+    rounding. Returns ``count`` (0 if either side has no positive mass, holds a NaN or +inf, an
+    array is too short or a used cost is not finite: see :func:`transport_plan_info`). Allocates two
     small work arrays; :func:`transport_plan_ws` avoids that.
     """
     iwork, fwork = make_workspace(na, nb)
@@ -612,7 +624,17 @@ def transport_plan_pot(a, b, cost, num_iter_max=1_000_000):
 
     a = np.asarray(a, dtype=np.float64)
     b = np.asarray(b, dtype=np.float64)
-    m = np.ascontiguousarray(np.asarray(cost, dtype=np.float64)[: a.size, : b.size])
+    cost = np.asarray(cost, dtype=np.float64)
+    for name, v in (("a", a), ("b", b)):
+        if v.ndim != 1 or v.size == 0 or not np.isfinite(v).all() or v.min() < 0.0 or not v.sum() > 0.0:
+            raise ValueError(f"transport_plan_pot: {name} must be a non-empty vector of finite masses >= 0 "
+                             "with a positive total")
+    if cost.ndim != 2 or cost.shape[0] < a.size or cost.shape[1] < b.size:
+        raise ValueError(f"transport_plan_pot: cost must be at least ({a.size}, {b.size}), got shape {cost.shape}")
+    m = np.ascontiguousarray(cost[: a.size, : b.size])
+    if not np.isfinite(m).all():
+        raise ValueError("transport_plan_pot: costs must be finite")
+    num_iter_max = _checks.integer("num_iter_max", num_iter_max, low=1, owner="transport_plan_pot")
     a = a / a.sum()
     b = b / b.sum()
     with warnings.catch_warnings():

@@ -6,6 +6,8 @@ import math
 
 import numpy as np
 
+from .. import _checks
+
 __all__ = ["escobar_west"]
 
 
@@ -16,6 +18,14 @@ def escobar_west(alpha: float, n_clusters: int, n: int, shape: float, rate: floa
     with probability odds/(1 + odds), odds = (shape + K - 1) / (n (rate - log eta)), else
     Gamma(shape + K - 1, rate - log eta). Leaves p(alpha | partition) invariant.
     """
+    owner = "escobar_west"
+    alpha = _checks.real("alpha", alpha, low=0.0, low_open=True, owner=owner)
+    n = _checks.integer("n", n, low=1, owner=owner)
+    n_clusters = _checks.integer("n_clusters", n_clusters, low=1, high=n, owner=owner)
+    shape = _checks.real("shape", shape, low=0.0, low_open=True, owner=owner)
+    rate = _checks.real("rate", rate, low=0.0, low_open=True, owner=owner)
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(f"{owner}: rng must be a numpy Generator, got {type(rng).__name__}")
     eta = rng.beta(alpha + 1.0, n)
     post_rate = rate - math.log(eta)
     odds = (shape + n_clusters - 1.0) / (n * post_rate)

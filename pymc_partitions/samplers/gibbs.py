@@ -18,12 +18,43 @@ import math
 import numba
 import numpy as np
 
-from .._numeric import draw_log_weights
-from ..families.kernels import FamilyPack, pack_init, pack_log_marginal, pack_log_preds, pack_update
-from ..partition import canonicalize_into
-from ..priors import log_eppf_sizes, log_join_weight, log_new_weight
+from .. import _checks
+from .._numeric import check_uniforms, draw_log_weights
+from ..families.kernels import FamilyPack, check_pack, pack_init, pack_log_marginal, pack_log_preds, pack_update
+from ..partition import as_labels, canonicalize_into, index_array
+from ..priors import FINITE_DIRICHLET, PITMAN_YOR, UNIFORM_LABELS, log_eppf_sizes, log_join_weight, log_new_weight
 
-__all__ = ["gibbs_sweeps", "log_joint", "GibbsKernel"]
+__all__ = ["gibbs_sweeps", "log_joint", "GibbsKernel", "check_model"]
+
+_ALPHA_MAX = 1e290  # lgamma(alpha + n) and its like stay finite (lgamma overflows near 2.5e305)
+
+
+def check_model(pack, prior_code, prior_params, owner: str) -> tuple[int, np.ndarray]:
+    """(prior code, prior params as float64 [alpha, discount, k]) after checking them and the pack's
+    layout: what every kernel entry point does before it calls compiled code."""
+    check_pack(pack, owner)
+    code = prior_code if type(prior_code) is int and 0 <= prior_code <= 2 else \
+        _checks.integer("prior_code", prior_code, low=0, high=2, owner=owner)  # (the common case first: fast)
+    try:
+        params = np.array(prior_params, dtype=np.float64).reshape(-1)
+    except (TypeError, ValueError):
+        raise TypeError(f"{owner}: prior_params must be numbers [alpha, discount, k], got {prior_params!r}") from None
+    values = params.tolist()
+    if len(values) != 3 or not all(map(math.isfinite, values)):
+        raise ValueError(f"{owner}: prior_params must be three finite numbers [alpha, discount, k], "
+                         f"got {prior_params!r}")
+    alpha, discount, k = values
+    n = pack.data.shape[0]
+    if code == PITMAN_YOR:
+        ok = 0.0 <= discount < 1.0 and alpha > -discount and alpha + n <= _ALPHA_MAX
+        what = "Pitman-Yor: need 0 <= discount < 1 and -discount < alpha <= 1e290"
+    else:
+        ok = k >= 1 and k == math.floor(k) and (code == UNIFORM_LABELS or 0.0 < alpha and k * alpha + n <= _ALPHA_MAX)
+        what = ("finite Dirichlet: need alpha > 0, k a positive integer and k alpha <= 1e290"
+                if code == FINITE_DIRICHLET else "uniform labels: need k a positive integer")
+    if not ok:
+        raise ValueError(f"{owner}: invalid prior parameters [alpha, discount, k] = {params.tolist()} ({what})")
+    return code, params
 
 
 @numba.njit(cache=True, error_model="numpy")
@@ -234,20 +265,29 @@ def gibbs_sweeps(labels, pack: FamilyPack, prior_code: int, prior_params, orders
     ``orders[s]`` is the visiting order of sweep ``s`` (any sequence of item indices, usually a
     permutation) and ``uniforms[s, t]`` in [0, 1) drives the draw at visit ``t``. The log joint is
     log p(partition) + sum over blocks of the log marginal likelihood, at the returned state.
+
+    Every argument is checked first (labels: n integers in [0, n); orders: (sweeps, visits)
+    integers in [0, n); uniforms: the same shape, in [0, 1)), so the compiled sweep never indexes
+    out of bounds. ``ValueError`` if a draw meets a NaN or +inf log weight, or no possible option
+    (a current state of probability 0).
     """
-    labels = np.ascontiguousarray(labels, dtype=np.int64)
-    orders = np.atleast_2d(np.ascontiguousarray(orders, dtype=np.int64))
-    uniforms = np.atleast_2d(np.ascontiguousarray(uniforms, dtype=np.float64))
+    code, params = check_model(pack, prior_code, prior_params, "gibbs_sweeps")
+    n = pack.data.shape[0]
+    labels = as_labels(labels, n, owner="gibbs_sweeps")
+    orders = np.atleast_2d(index_array(orders, n, name="orders", owner="gibbs_sweeps"))
+    if orders.ndim != 2:
+        raise ValueError(f"gibbs_sweeps: orders must be (sweeps, visits), got shape {orders.shape}")
+    uniforms = check_uniforms(np.atleast_2d(np.asarray(uniforms, dtype=np.float64)), orders.shape, "gibbs_sweeps")
     return _gibbs_sweeps(
-        labels, orders, uniforms, int(prior_code), np.asarray(prior_params, np.float64),
+        labels, orders, uniforms, code, params,
         pack.codes, pack.dims, pack.data_off, pack.stat_off, pack.hyper_off, pack.hyper, pack.data, pack.width,
     )
 
 
 def log_joint(labels, pack: FamilyPack, prior_code: int, prior_params) -> float:
     """log p(partition) + collapsed log likelihood of the data, computed from sufficient statistics."""
-    empty = np.zeros((0, len(labels)), np.int64)
-    return float(gibbs_sweeps(labels, pack, prior_code, prior_params, empty, empty.astype(float))[1])
+    no_sweep = np.zeros((0, 0), np.int64)
+    return float(gibbs_sweeps(labels, pack, prior_code, prior_params, no_sweep, no_sweep.astype(float))[1])
 
 
 class GibbsKernel:
@@ -264,10 +304,9 @@ class GibbsKernel:
     """
 
     def __init__(self, pack: FamilyPack, prior_code: int, prior_params, sweeps: int = 1):
+        self.prior_code, self.prior_params = check_model(pack, prior_code, prior_params, "GibbsKernel")
         self.pack = pack
-        self.prior_code = int(prior_code)
-        self.prior_params = np.asarray(prior_params, np.float64)
-        self.sweeps = int(sweeps)
+        self.sweeps = _checks.integer("sweeps", sweeps, low=1, owner="GibbsKernel")
 
     def random_numbers(self, rng: np.random.Generator, n: int):
         """The randomness of one call: visiting orders (random scan) and uniforms."""

@@ -46,10 +46,12 @@ import math
 import numba
 import numpy as np
 
-from .._numeric import draw_seed, inverse_cdf, keyed_bits, keyed_uniform, stream_key
+from .. import _checks
+from .._numeric import check_seed, check_uniforms, draw_seed, inverse_cdf, keyed_bits, keyed_uniform, stream_key
 from ..families.kernels import FamilyPack, pack_init, pack_log_marginal, pack_log_preds, pack_update
-from ..partition import canonicalize_into
+from ..partition import as_labels, canonicalize_into, integer_labels
 from ..priors import log_join_weight, log_new_weight
+from .gibbs import check_model
 
 __all__ = ["pgsm_move", "pgsm_random_numbers", "conditional_path", "order_keys", "PGSMKernel", "InformedAnchors",
            "MOVES", "ANCHOR_PROPOSALS"]
@@ -59,22 +61,27 @@ ORDER, PROPOSAL, RESAMPLING, OUTPUT = 0, 1, 2, 3  # streams of a move's seed
 _INFO_FIXED = 8  # info layout: see _pgsm_core
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", inline="always")
 def _exp_weights(x, count):
-    """Overwrite ``x[:count]`` with exp(x - max) and return (max, their sum); (-inf, 0) if all are -inf.
-    Then log-sum-exp = max + log(sum), and a draw inverts the CDF at u * sum."""
+    """Overwrite ``x[:count]`` with exp(x - max) and return (max, their sum); (-inf, 0) if all are -inf
+    (a dead particle or an impossible decision: legitimate here). Then log-sum-exp = max + log(sum),
+    and a draw inverts the CDF at u * sum. Raises ``ValueError`` on a NaN or +inf entry."""
     top = -np.inf
     for j in range(count):
         if x[j] > top:
             top = x[j]
     if top == -np.inf:
         for j in range(count):
+            if x[j] != x[j]:
+                raise ValueError("PGSM: a log weight is NaN or +inf: non-finite statistics or parameters")
             x[j] = 0.0
         return top, 0.0
     s = 0.0
     for j in range(count):
         x[j] = math.exp(x[j] - top)
         s += x[j]
+    if s != s:  # a NaN entry, or +inf (inf - inf): one test after the loop
+        raise ValueError("PGSM: a log weight is NaN or +inf: non-finite statistics or parameters")
     return top, s
 
 
@@ -304,6 +311,8 @@ def pgsm_random_numbers(rng: np.random.Generator, n: int, num_anchors: int = 2):
     closure, uniform (t, p) of one stream proposes particle p's decision at step t, of another
     resamples it, and one more picks the output. So a move draws only what it uses, and two
     states given the same randomness use the same numbers at the same (step, particle)."""
+    num_anchors = _checks.integer("num_anchors", num_anchors, low=2, owner="pgsm_random_numbers")
+    n = _checks.integer("n", n, low=num_anchors, owner="pgsm_random_numbers")
     anchors = rng.choice(n, size=num_anchors, replace=False).astype(np.int64)
     return anchors, draw_seed(rng)
 
@@ -340,6 +349,42 @@ def _info_dict(info, num_anchors):
     }
 
 
+def _settings(num_particles, resample_threshold, num_anchors, annealed, owner):
+    """The move's settings, checked: (N >= 2, threshold in [0, 1], A >= 2, annealed bool)."""
+    return (_checks.integer("num_particles", num_particles, low=2, owner=owner),
+            _checks.probability("resample_threshold", resample_threshold, owner=owner),
+            _checks.integer("num_anchors", num_anchors, low=2, owner=owner),
+            _checks.boolean("annealed", annealed, owner=owner))
+
+
+def _anchors(randomness, n, num_anchors, owner):
+    """(anchors as int64, seed as uint64) from ``randomness``, checked: ``num_anchors`` distinct
+    items of 0..n-1 and a 64-bit seed."""
+    try:
+        anchors, seed = randomness
+    except (TypeError, ValueError):
+        raise TypeError(f"{owner}: randomness must be (anchors, seed), got {randomness!r}") from None
+    anchors = integer_labels(anchors, name="anchors", owner=owner)
+    if anchors.shape != (num_anchors,):
+        raise ValueError(f"{owner}: need num_anchors >= 2 anchors, got {anchors.shape} for num_anchors={num_anchors}")
+    items = anchors.tolist()
+    if len(set(items)) != num_anchors or min(items) < 0 or max(items) >= n:
+        raise ValueError(f"{owner}: anchors must be distinct items of 0..{n - 1}, got {anchors}")
+    return anchors, check_seed(seed, owner)
+
+
+def _move(labels, pack, prior_code, prior_params, anchors, seed, num_particles, resample_threshold, annealed):
+    """One move on checked inputs (see :func:`pgsm_move`)."""
+    out = np.empty(labels.shape[0], np.int64)
+    info = np.empty(_INFO_FIXED + 2 * anchors.shape[0])
+    _pgsm_core(
+        labels, anchors, seed, num_particles, resample_threshold, annealed, prior_code, prior_params,
+        pack.codes, pack.dims, pack.data_off, pack.stat_off, pack.hyper_off, pack.hyper, pack.data, pack.width,
+        out, info,
+    )
+    return out, _info_dict(info, anchors.shape[0])
+
+
 def pgsm_move(labels, pack: FamilyPack, prior_code: int, prior_params, randomness, num_particles=20,
               resample_threshold=0.5, num_anchors=2, annealed=True):
     """One Particle Gibbs Split-Merge move; returns (canonical labels, info).
@@ -349,37 +394,29 @@ def pgsm_move(labels, pack: FamilyPack, prior_code: int, prior_params, randomnes
     blocks, other allocation), ``closure_size``, ``sizes_before`` / ``sizes_after`` (restricted
     blocks, by rank of their first anchor), ``ess`` (final relative ESS), ``n_resamplings``,
     ``early_exit`` (all particles merged).
+
+    Every argument is checked first (labels: n integers in [0, n); anchors: distinct items;
+    num_particles >= 2 and num_anchors >= 2 integers, resample_threshold in [0, 1], annealed a
+    bool). ``ValueError`` if a log weight is NaN or +inf.
     """
-    labels = np.ascontiguousarray(labels, dtype=np.int64)
-    n = labels.shape[0]
-    anchors, seed = randomness
-    anchors = np.ascontiguousarray(anchors, dtype=np.int64)
-    if num_anchors < 2 or anchors.shape != (num_anchors,):
-        raise ValueError(f"need num_anchors >= 2 anchors, got {anchors.shape} for num_anchors={num_anchors}")
-    if len(np.unique(anchors)) != num_anchors or anchors.min() < 0 or anchors.max() >= n:
-        raise ValueError(f"anchors must be distinct items of 0..{n - 1}, got {anchors}")
-    if int(num_particles) < 2:
-        raise ValueError(f"num_particles must be >= 2, got {num_particles}")
-    if not 0.0 <= float(resample_threshold) <= 1.0:
-        raise ValueError(f"resample_threshold must be in [0, 1], got {resample_threshold}")
-    out = np.empty(n, np.int64)
-    info = np.empty(_INFO_FIXED + 2 * num_anchors)
-    _pgsm_core(
-        labels, anchors, np.uint64(seed), int(num_particles), float(resample_threshold), bool(annealed),
-        int(prior_code), np.asarray(prior_params, np.float64),
-        pack.codes, pack.dims, pack.data_off, pack.stat_off, pack.hyper_off, pack.hyper, pack.data, pack.width,
-        out, info,
-    )
-    return out, _info_dict(info, num_anchors)
+    owner = "pgsm_move"
+    prior_code, prior_params = check_model(pack, prior_code, prior_params, owner)
+    n_part, beta, n_anchors, annealed = _settings(num_particles, resample_threshold, num_anchors, annealed, owner)
+    labels = as_labels(labels, pack.data.shape[0], owner=owner)
+    anchors, seed = _anchors(randomness, labels.shape[0], n_anchors, owner)
+    return _move(labels, pack, prior_code, prior_params, anchors, seed, n_part, beta, annealed)
 
 
 def conditional_path(labels, anchors, seed):
     """(sigma, path): the ordered closure and the decisions that encode the current restricted
     clustering (App. C, eq. 27): path[t] is the block of sigma_t, blocks numbered by first anchor."""
-    labels = np.ascontiguousarray(labels, dtype=np.int64)
+    labels = integer_labels(labels, owner="conditional_path")
     n = labels.shape[0]
+    labels = as_labels(labels, n, owner="conditional_path")
+    anchors = np.atleast_1d(anchors)
+    anchors, seed = _anchors((anchors, seed), n, anchors.shape[0], "conditional_path")
     canon, sigma, ref = np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.int64)
-    _, _, ns = _closure(labels, np.ascontiguousarray(anchors, np.int64), np.uint64(seed), canon, sigma, ref)
+    _, _, ns = _closure(labels, anchors, seed, canon, sigma, ref)
     return sigma[:ns].copy(), ref[:ns].copy()
 
 
@@ -411,31 +448,26 @@ class PGSMKernel:
 
     def __init__(self, pack: FamilyPack, prior_code: int, prior_params, num_particles=20, resample_threshold=0.5,
                  num_anchors=2, annealed=True, anchor_proposal="uniform", threshold=0.01, adapt_iterations=1000):
+        owner = "PGSMKernel"
         fixed = isinstance(anchor_proposal, InformedAnchors)
         if not fixed and anchor_proposal not in ANCHOR_PROPOSALS:
-            raise ValueError(f"anchor_proposal must be one of {ANCHOR_PROPOSALS} or an InformedAnchors, "
+            raise ValueError(f"{owner}: anchor_proposal must be one of {ANCHOR_PROPOSALS} or an InformedAnchors, "
                              f"got {anchor_proposal!r}")
-        if anchor_proposal != "uniform" and num_anchors != 2:
-            raise ValueError("informed anchor proposals draw two anchors: use num_anchors=2")
-        if int(num_particles) < 2:
-            raise ValueError(f"num_particles must be >= 2, got {num_particles}")
-        if not 0.0 <= float(resample_threshold) <= 1.0:
-            raise ValueError(f"resample_threshold must be in [0, 1], got {resample_threshold}")
-        if not 0.0 < float(threshold) < 1.0:
-            raise ValueError(f"threshold must be in (0, 1), got {threshold}")
-        if int(adapt_iterations) < 0:
-            raise ValueError(f"adapt_iterations must be >= 0, got {adapt_iterations}")
-        self.pack = pack
-        self.prior_code = int(prior_code)
-        self.prior_params = np.asarray(prior_params, np.float64)
-        self.num_particles = int(num_particles)
-        self.resample_threshold = float(resample_threshold)
-        self.num_anchors = int(num_anchors)
-        self.annealed = bool(annealed)
+        (self.num_particles, self.resample_threshold, self.num_anchors,
+         self.annealed) = _settings(num_particles, resample_threshold, num_anchors, annealed, owner)
+        if anchor_proposal != "uniform" and self.num_anchors != 2:
+            raise ValueError(f"{owner}: informed anchor proposals draw two anchors: use num_anchors=2")
+        self.threshold = _checks.real("threshold", threshold, low=0.0, high=1.0, low_open=True, high_open=True,
+                                      owner=owner)
+        adapt_iterations = _checks.integer("adapt_iterations", adapt_iterations, low=0, owner=owner)
+        self.prior_code = _checks.integer("prior_code", prior_code, low=0, high=2, owner=owner)
+        self.pack = None
+        self.prior_params = None
+        if pack is not None:  # None: the model comes later, through set_model (the PyMC step does that)
+            self.set_model(pack, prior_params)
         self.kind = anchor_proposal.kind if fixed else anchor_proposal
-        self.threshold = float(threshold)
         self.anchors = anchor_proposal if fixed else None
-        self.adapt_iterations = 0 if fixed else int(adapt_iterations)
+        self.adapt_iterations = 0 if fixed else adapt_iterations
         self.adapted = 0  # moves made while adapting
         self.record = -1  # the largest number of blocks seen while adapting
 
@@ -449,6 +481,7 @@ class PGSMKernel:
         (and always the first time); counts one adaptation iteration."""
         if not self.adapting:
             return
+        labels = self._labels(labels)
         k = int(np.max(labels)) + 1
         if k > self.record or self.anchors is None:
             self.record = max(k, self.record)
@@ -463,8 +496,16 @@ class PGSMKernel:
     def set_model(self, pack: FamilyPack, prior_params) -> None:
         """New data or hyperparameter values (e.g. moved by other steps); the adaptation state and
         a frozen anchor proposal are kept (an anchor proposal need not track the hyperparameters)."""
+        _, self.prior_params = check_model(pack, self.prior_code, prior_params, "PGSMKernel")
+        if pack.data.shape[0] < self.num_anchors:
+            raise ValueError(f"PGSMKernel: num_anchors ({self.num_anchors}) exceeds the number of items "
+                             f"({pack.data.shape[0]})")
         self.pack = pack
-        self.prior_params = np.asarray(prior_params, np.float64)
+
+    def _labels(self, labels):
+        if self.pack is None:
+            raise RuntimeError("PGSMKernel has no model yet: call set_model(pack, prior_params)")
+        return as_labels(labels, self.pack.data.shape[0], owner="PGSMKernel")
 
     def random_numbers(self, rng: np.random.Generator, n: int):
         """The randomness of one move, (anchors, seed) (see :func:`pgsm_random_numbers`); informed
@@ -476,9 +517,13 @@ class PGSMKernel:
         return self.anchors.draw(n, rng.random(6)), draw_seed(rng)
 
     def move(self, labels, randomness):
-        """One move with given random numbers: (canonical labels, info)."""
-        return pgsm_move(labels, self.pack, self.prior_code, self.prior_params, randomness, self.num_particles,
-                         self.resample_threshold, self.num_anchors, self.annealed)
+        """One move with given random numbers: (canonical labels, info). The labels and the
+        randomness are checked as in :func:`pgsm_move` (the settings and the model were checked
+        once, at construction or by :meth:`set_model`)."""
+        labels = self._labels(labels)
+        anchors, seed = _anchors(randomness, labels.shape[0], self.num_anchors, "PGSMKernel")
+        return _move(labels, self.pack, self.prior_code, self.prior_params, anchors, seed, self.num_particles,
+                     self.resample_threshold, self.annealed)
 
     def step(self, labels, rng: np.random.Generator):
         """One move (after adapting the anchor proposal, while it adapts): (canonical labels, info)."""
@@ -538,6 +583,9 @@ def _cluster_informed_scores(ref, codes, dims, data_off, stat_off, hyper_off, hy
         for b in range(k):
             if b != a and score[a, b] > top:
                 top = score[a, b]
+        if top == -np.inf:  # no merge with block a is possible (e.g. a graph constraint)
+            score[a, a] = -np.inf
+            continue
         s = 0.0
         for b in range(k):
             if b != a:
@@ -595,25 +643,35 @@ class InformedAnchors:
     """
 
     def __init__(self, pack: FamilyPack, prior_code, prior_params, reference, kind="cluster", threshold=0.01):
-        if kind not in ("cluster", "threshold"):
-            raise ValueError(f"kind must be 'cluster' or 'threshold', got {kind!r}")
-        ref = np.ascontiguousarray(reference, dtype=np.int64)
-        if ref.shape != (pack.data.shape[0],):
-            raise ValueError("the reference clustering must label every item")
+        owner = "InformedAnchors"
+        prior_code, prior_params = check_model(pack, prior_code, prior_params, owner)
+        self.kind = _checks.choice("kind", kind, ("cluster", "threshold"), owner=owner)
+        threshold = _checks.real("threshold", threshold, low=0.0, high=1.0, owner=owner)
+        n = pack.data.shape[0]
+        if n < 2:
+            raise ValueError(f"{owner}: need at least two items")
+        ref = as_labels(reference, n, name="the reference clustering", owner=owner)
         args = (pack.codes, pack.dims, pack.data_off, pack.stat_off, pack.hyper_off, pack.hyper, pack.data, pack.width)
-        self.kind = kind
         if kind == "cluster":
             self.canon, score = _cluster_informed_scores(ref, *args)
-            p = np.exp(score - score.max(axis=1, keepdims=True))
-            self.table = p / p.sum(axis=1, keepdims=True)  # row: block of the first anchor
+            if np.isnan(score).any() or (score == np.inf).any():  # (-inf: an impossible merge, legitimate)
+                raise ValueError(f"{owner}: a block score is NaN or +inf")
+            top = score.max(axis=1, keepdims=True)
+            p = np.exp(score - np.where(top > -np.inf, top, 0.0))
+            total = p.sum(axis=1, keepdims=True)
+            # row: block of the first anchor; a row of zeros (no possible merge): two uniform anchors
+            self.table = p / np.where(total > 0.0, total, 1.0)
         else:
-            self.canon, probs = _threshold_informed_probs(ref, int(prior_code), np.asarray(prior_params, float), *args)
+            self.canon, probs = _threshold_informed_probs(ref, prior_code, prior_params, *args)
             keep = probs >= threshold
             self.table = keep / np.maximum(keep.sum(axis=1, keepdims=True), 1)  # row: first anchor
         self.members = [np.flatnonzero(self.canon == b) for b in range(self.canon.max() + 1)]
 
     def draw(self, n, u):
         """Ordered anchors from six uniforms ``u``."""
+        if n != self.canon.shape[0]:
+            raise ValueError(f"InformedAnchors.draw: n must be {self.canon.shape[0]} (the reference's length), got {n}")
+        u = check_uniforms(np.asarray(u, dtype=np.float64).reshape(-1), (6,), "InformedAnchors.draw", "u")
         i1 = min(int(u[0] * n), n - 1)
         row = self.table[self.canon[i1] if self.kind == "cluster" else i1]
         cdf = np.cumsum(row)

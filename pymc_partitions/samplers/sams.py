@@ -20,10 +20,12 @@ import math
 import numba
 import numpy as np
 
-from .._numeric import draw_log_weights, draw_seed, keyed_bits, keyed_uniform, stream_key
+from .. import _checks
+from .._numeric import check_seed, draw_log_weights, draw_seed, keyed_bits, keyed_uniform, stream_key
 from ..families.kernels import FamilyPack, pack_init, pack_log_marginal, pack_log_preds, pack_update
-from ..partition import canonicalize_into
+from ..partition import as_labels, canonicalize_into, integer_labels
 from ..priors import log_join_weight, log_new_weight
+from .gibbs import check_model
 
 __all__ = ["sams_move", "sams_random_numbers", "SAMSKernel"]
 
@@ -78,7 +80,12 @@ def _sams_core(labels, pair, seed, prior_code, prior_params,
         lw[1] = log_join_weight(prior_code, prior_params, size[1])
         pack_log_preds(codes, dims, data_off, stat_off, hyper_off, hyper, stats, rows, 2, data, q, scratch, lw)
         top = max(lw[0], lw[1])
-        lse = top + math.log(math.exp(lw[0] - top) + math.exp(lw[1] - top))
+        if top == -np.inf:  # (-inf - -inf would make a NaN)
+            lse = -np.inf
+        else:
+            lse = top + math.log(math.exp(lw[0] - top) + math.exp(lw[1] - top))
+        if lse != lse or lse == np.inf:  # NaN or +inf: a log weight is NaN or +inf
+            raise ValueError("SAMS: a log weight is NaN or +inf: non-finite statistics or parameters")
         if same and lse == -np.inf:  # neither side can take q: the split is impossible (rejected below)
             c = 0
             lq = -np.inf
@@ -105,7 +112,10 @@ def _sams_core(labels, pair, seed, prior_code, prior_params,
     d += pack_log_marginal(codes, dims, stat_off, hyper_off, hyper, stats, 0)
     d += pack_log_marginal(codes, dims, stat_off, hyper_off, hyper, stats, 1)
     d -= pack_log_marginal(codes, dims, stat_off, hyper_off, hyper, stats, 2)
-    log_ratio = d - lq if same else lq - d
+    if same and lq == -np.inf:
+        log_ratio = -np.inf  # an impossible split (not the NaN of -inf - -inf): rejected
+    else:
+        log_ratio = d - lq if same else lq - d  # NaN only if both states have probability 0: rejected
     accept = math.log(keyed_uniform(stream_key(seed, ACCEPTANCE), 0)) < log_ratio
     tmp = np.empty(n, np.int64)
     for q in range(n):
@@ -125,42 +135,61 @@ def _sams_core(labels, pair, seed, prior_code, prior_params,
 def sams_random_numbers(rng: np.random.Generator, n: int):
     """(pair of distinct items, 64-bit seed). The seed's counter-based uniforms
     (:mod:`pymc_partitions._numeric`) order the other items, allocate them and accept or reject."""
+    n = _checks.integer("n", n, low=2, owner="sams_random_numbers")
     pair = rng.choice(n, size=2, replace=False).astype(np.int64)
     return pair, draw_seed(rng)
 
 
-def sams_move(labels, pack: FamilyPack, prior_code: int, prior_params, randomness):
-    """One SAMS move; returns (canonical labels, info) with info ``move`` ("split" or "merge"
-    proposed), ``accepted``, ``log_ratio`` (log acceptance ratio) and ``sizes`` (|S_i|, |S_j|
-    of the split side)."""
-    labels = np.ascontiguousarray(labels, dtype=np.int64)
-    n = labels.shape[0]
-    pair, seed = randomness
-    pair = np.ascontiguousarray(pair, np.int64)
-    if pair.shape != (2,) or pair[0] == pair[1]:
-        raise ValueError("need two distinct items")
-    out = np.empty(n, np.int64)
+def _pair(randomness, n, owner):
+    """(pair as int64, seed as uint64), checked: two distinct items of 0..n-1 and a 64-bit seed."""
+    try:
+        pair, seed = randomness
+    except (TypeError, ValueError):
+        raise TypeError(f"{owner}: randomness must be (pair, seed), got {randomness!r}") from None
+    pair = integer_labels(pair, name="pair", owner=owner)
+    items = pair.tolist()
+    if len(items) != 2 or items[0] == items[1] or min(items) < 0 or max(items) >= n:
+        raise ValueError(f"{owner}: need two distinct items of 0..{n - 1}, got {pair}")
+    return pair, check_seed(seed, owner)
+
+
+def _move(labels, pack, prior_code, prior_params, pair, seed):
+    out = np.empty(labels.shape[0], np.int64)
     info = np.empty(5)
-    _sams_core(labels, pair, np.uint64(seed), int(prior_code), np.asarray(prior_params, np.float64),
+    _sams_core(labels, pair, seed, prior_code, prior_params,
                pack.codes, pack.dims, pack.data_off, pack.stat_off, pack.hyper_off, pack.hyper, pack.data, pack.width,
                out, info)
     return out, {"move": "split" if info[0] else "merge", "accepted": bool(info[1]), "log_ratio": float(info[2]),
                  "sizes": (int(info[3]), int(info[4]))}
 
 
+def sams_move(labels, pack: FamilyPack, prior_code: int, prior_params, randomness):
+    """One SAMS move; returns (canonical labels, info) with info ``move`` ("split" or "merge"
+    proposed), ``accepted``, ``log_ratio`` (log acceptance ratio) and ``sizes`` (|S_i|, |S_j|
+    of the split side). Every argument is checked first (labels: n integers in [0, n); the pair:
+    two distinct items); ``ValueError`` if a log weight is NaN or +inf."""
+    prior_code, prior_params = check_model(pack, prior_code, prior_params, "sams_move")
+    labels = as_labels(labels, pack.data.shape[0], owner="sams_move")
+    pair, seed = _pair(randomness, labels.shape[0], "sams_move")
+    return _move(labels, pack, prior_code, prior_params, pair, seed)
+
+
 class SAMSKernel:
     """A SAMS move with its random numbers drawn from a numpy Generator."""
 
     def __init__(self, pack: FamilyPack, prior_code: int, prior_params):
+        self.prior_code, self.prior_params = check_model(pack, prior_code, prior_params, "SAMSKernel")
+        if pack.data.shape[0] < 2:
+            raise ValueError("SAMSKernel: a split-merge move needs at least two items")
         self.pack = pack
-        self.prior_code = int(prior_code)
-        self.prior_params = np.asarray(prior_params, np.float64)
 
     def random_numbers(self, rng: np.random.Generator, n: int):
         return sams_random_numbers(rng, n)
 
     def move(self, labels, randomness):
-        return sams_move(labels, self.pack, self.prior_code, self.prior_params, randomness)
+        labels = as_labels(labels, self.pack.data.shape[0], owner="SAMSKernel")
+        pair, seed = _pair(randomness, labels.shape[0], "SAMSKernel")
+        return _move(labels, self.pack, self.prior_code, self.prior_params, pair, seed)
 
     def step(self, labels, rng: np.random.Generator):
         """One move: (canonical labels, info)."""

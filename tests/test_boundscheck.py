@@ -1,0 +1,42 @@
+"""The kernel-level tests again, compiled with numba's bounds checking (``NUMBA_BOUNDSCHECK=1``).
+
+Numba does not check array indices by default: an out-of-bounds read returns garbage and a write
+corrupts memory. With bounds checking every index is checked and raises ``IndexError``, so a
+kernel that indexes out of bounds anywhere in these tests fails them instead of passing by luck.
+
+Numba's on-disk cache does not key on the bounds-check flag (its index holds the signature, the
+target machine and the bytecode's hash): a run sharing the default cache would load the unchecked
+machine code, and would leave checked (slower) code behind for the normal runs. So the run gets a
+fresh temporary ``NUMBA_CACHE_DIR``, which also makes it compile everything it uses with checks.
+No PyMC sampling here (slow); the files are the compiled kernels' own tests.
+"""
+
+import os
+import subprocess
+import sys
+import time
+
+FILES = [
+    "test_hostile_kernels.py",
+    "test_families_kernels.py",
+    "test_gibbs_enumeration.py",
+    "test_pgsm_enumeration.py",
+    "test_sams_enumeration.py",
+    "test_coupled_gibbs.py",
+    "test_transport.py",
+    "test_counter_uniforms.py",
+    "test_colouring.py",
+]
+
+
+def test_kernel_tests_pass_with_bounds_checking(tmp_path):
+    here = os.path.dirname(os.path.abspath(__file__))
+    env = dict(os.environ, NUMBA_BOUNDSCHECK="1", NUMBA_CACHE_DIR=str(tmp_path / "numba_cache"),
+               PYTHONDONTWRITEBYTECODE="1")
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *[os.path.join(here, f) for f in FILES]]
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=os.path.dirname(here), env=env, capture_output=True, text=True, timeout=1800)
+    seconds = time.perf_counter() - start
+    tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-40:])
+    assert proc.returncode == 0, f"kernel tests failed with NUMBA_BOUNDSCHECK=1 ({seconds:.0f} s):\n{tail}"
+    print(f"kernel tests with NUMBA_BOUNDSCHECK=1: {seconds:.0f} s")
