@@ -231,3 +231,65 @@ def test_prior_helpers_refuse_bad_labels_and_sizes():
         prior.sample(True)
     with pytest.raises(ValueError, match="FiniteDirichlet.sample: n must be an integer >= 1"):
         pmp.FiniteDirichlet(1.0, 3).sample(0)
+
+
+# ----------------------------------------------------------------------------- unrepresentable values
+
+
+GALAXIES = pmp.datasets.load_galaxies() / 1000.0
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(observed=GALAXIES * 1e200), r"'y': DIAG_NORMAL: .*exceeds 1e\+300.*rescale the data"),
+        (dict(observed=GALAXIES, sigma=1e-200), r"'y': DIAG_NORMAL: sigma\^2 = 0 .*increase sigma"),
+        (dict(observed=GALAXIES, sigma0=1e200), r"'y': DIAG_NORMAL: sigma0\^2 = inf exceeds 1e\+300"),
+        (dict(observed=GALAXIES[:, None] * [1.0, 1.0], cov0=np.eye(2), cov=[[1.0, 1.0], [1.0, 1.0 + 1e-300]]),
+         "'y': cov must be positive definite"),
+    ],
+)
+def test_unrepresentable_normal_models_are_refused_at_construction(kwargs, match):
+    """These used to give K = 1 with log_joint 0 or NaN, or crash the compiled kernels."""
+    with pm.Model():
+        z = pmp.Partition("z", pmp.CRP(1.0), n=len(GALAXIES))
+        with pytest.raises(ValueError, match=match):
+            pmp.NormalNormal("y", partition=z, **kwargs)
+
+
+def test_unrepresentable_niw_and_beta_bernoulli_are_refused_at_construction():
+    with pm.Model():
+        z = pmp.Partition("z", pmp.CRP(1.0), n=len(GALAXIES))
+        with pytest.raises(ValueError, match=r"'y': NIW: .*scatter matrix.*rescale the data"):
+            pmp.NormalInverseWishart("y", partition=z, observed=GALAXIES * 1e200)
+        with pytest.raises(ValueError, match=r"'y': NIW: .*smallest eigenvalue of scale0"):
+            pmp.NormalInverseWishart("y", partition=z, scale0=1e-300, observed=GALAXIES)
+        with pytest.raises(ValueError, match=r"'b': BETA_BERNOULLI: .*decrease a and b"):
+            pmp.BetaBernoulli("b", partition=z, a=1e300, observed=(GALAXIES > 20).astype(int))
+
+
+def test_a_random_hyperparameter_reaching_an_unrepresentable_value_stops_sampling_clearly():
+    with pm.Model() as model:
+        s = pm.HalfNormal("s", 1e-200)  # its draws square to 0
+        z = pmp.Partition("z", pmp.CRP(1.0), n=len(GALAXIES))
+        pmp.NormalNormal("y", partition=z, sigma=s, observed=GALAXIES)
+        steps = [pmp.CollapsedGibbs([z]), pm.Slice([s])]
+    with pytest.raises(ValueError, match=r"'y': DIAG_NORMAL: sigma\^2 = 0"):
+        _sample(model, step=steps)
+
+
+def test_all_nan_data_through_set_data_is_refused_by_sample_unbiased():
+    """This used to segfault the compiled coupled sweep."""
+    model = _normal_model(SAME)
+    pm.set_data({"d": np.full(N, np.nan)}, model=model)
+    with pytest.raises(ValueError, match="'y': observed contains 10 NaN or infinite values"):
+        pmp.sample_unbiased(model, n_pairs=2, k=1, m=2, cores=2, progressbar=False)
+
+
+def test_float_labels_in_a_point_are_refused():
+    model = _fd_model()
+    with model:
+        step = pmp.CollapsedGibbs()
+    pmp.pymc.compat.setup_chain(step, 0)
+    with pytest.raises(TypeError, match="'z': labels must be integers, got dtype float64"):
+        step.step({"z": np.zeros(N) + 0.5})

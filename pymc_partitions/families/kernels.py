@@ -576,11 +576,14 @@ class FamilyPack(NamedTuple):
     width: int
 
     @staticmethod
-    def build(parts, n=None):
+    def build(parts, n=None, names=None):
         """``parts``: a list of ``(code, data (n, D), hyper vector)``; may be empty if ``n`` is given
         (the partition prior alone). Every part is checked with :func:`check_representable`
-        (``ValueError`` naming the part), so the kernels never see values they cannot represent."""
+        (``ValueError`` naming the part: by ``names[f]`` if given, e.g. the likelihood's variable
+        name, else by its index), so the kernels never see values they cannot represent."""
         parts = list(parts)
+        if names is not None and len(names) != len(parts):
+            raise ValueError(f"FamilyPack.build: {len(names)} names for {len(parts)} parts")
         if n is not None:
             n = _checks.integer("n", n, low=1, owner="FamilyPack.build")
         elif not parts:
@@ -594,7 +597,8 @@ class FamilyPack(NamedTuple):
             try:
                 check_representable(code, data, hyper)
             except ValueError as err:
-                raise ValueError(f"FamilyPack.build: part {f}: {err}") from None
+                where = f"FamilyPack.build: part {f}" if names is None else repr(names[f])
+                raise ValueError(f"{where}: {err}") from None
             data = np.asarray(data, np.float64)
             if data.ndim == 1:
                 data = data[:, None]

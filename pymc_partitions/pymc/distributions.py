@@ -362,10 +362,7 @@ def _check_representable(name, op, value, hyper):
     random hyperparameters the check runs when the step methods read their values."""
     if any(isinstance(h, Variable) for h in hyper):
         return
-    try:
-        kernels.FamilyPack.build([op.kernel_part(value, *hyper)], n=value.shape[0])
-    except ValueError as err:
-        raise ValueError(f"{name!r}: {err}") from None
+    kernels.FamilyPack.build([op.kernel_part(value, *hyper)], n=value.shape[0], names=[name])
 
 
 def _vector(name, arg, value, dim, *, positive=False):

@@ -137,11 +137,7 @@ class PartitionTerms:
             for op, (value, _), m in zip(self._ops, data, self._n_hyper):
                 parts.append(op.kernel_part(value, *values[at : at + m]))
                 at += m
-            try:
-                self._cache = FamilyPack.build(parts, n=self.n)
-            except ValueError as err:
-                names = ", ".join(repr(obs.name) for obs in self.likelihoods)
-                raise ValueError(f"{names}: {err}") from None
+            self._cache = FamilyPack.build(parts, n=self.n, names=[obs.name for obs in self.likelihoods])
             self._cache_key = key
         return prior_params, self._cache
 
@@ -158,6 +154,8 @@ class PartitionTerms:
     def labels(self, point):
         """The partition's labels in ``point``, validated."""
         labels = np.asarray(point[self.value_name])
+        if labels.dtype.kind not in "iu":
+            raise TypeError(f"{self.name!r}: labels must be integers, got dtype {labels.dtype}")
         if labels.shape != (self.n,):
             raise ValueError(f"{self.name!r}: labels must have length n={self.n}, got shape {labels.shape}")
         if labels.min() < 0 or labels.max() >= self.n:
