@@ -179,8 +179,8 @@ def guard_initvals() -> None:
     """
     import pymc.initial_point as initial_point  # noqa: PLC0415
 
-    original = initial_point.make_initial_point_expression
-    if getattr(original, "_pmp_guard", False):
+    original = getattr(initial_point, "make_initial_point_expression", None)
+    if original is None or getattr(original, "_pmp_guard", False):  # a PyMC without it: the steps still check
         return
 
     def make_initial_point_expression(*args, initval_strategies=None, **kwargs):
