@@ -290,16 +290,7 @@ def partition_traces(result_or_draws, reference=None, *, var_name=None, model=No
     ([[2, 3], [1, 2]], [1.0, 0.0])
     """
     owner = "partition_traces"
-    if _is_result(result_or_draws):
-        values, source = _partition_draws(result_or_draws, var_name, model, owner)
-    else:
-        if var_name is not None or model is not None:
-            raise ValueError(f"{owner}: var_name and model apply to pm.sample results, not to arrays of draws")
-        values = np.asarray(result_or_draws)
-        source = None
-    draws = label_draws(values, owner=owner)
-    if source is None:
-        source = _array_source(values)
+    draws, source = _read(result_or_draws, var_name, model, None, owner)
     ref = None if reference is None else _estimate_labels(reference, draws.n_items, owner)
     shape = (source.chains.size, source.draws.size)
     data = {k: (("chain", "draw"), v.reshape(shape)) for k, v in draw_summaries(draws, ref).items()}

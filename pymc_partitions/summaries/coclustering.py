@@ -51,10 +51,10 @@ def check_matrix_size(m: int, dtype, max_bytes, owner: str) -> None:
 def check_items(items, n: int, owner: str) -> np.ndarray:
     """Distinct item indices in [0, n), as int64 (order kept)."""
     a = np.asarray(items)
-    if a.dtype == np.bool_ or not np.issubdtype(a.dtype, np.integer):
-        raise TypeError(f"{owner}: items must be integer item indices, got dtype {a.dtype}")
     if a.ndim != 1 or a.size == 0:
         raise ValueError(f"{owner}: items must be a non-empty 1-d list of item indices, got shape {a.shape}")
+    if a.dtype == np.bool_ or not np.issubdtype(a.dtype, np.integer):
+        raise TypeError(f"{owner}: items must be integer item indices, got dtype {a.dtype}")
     if a.min() < 0 or a.max() >= n:
         raise ValueError(f"{owner}: items must lie in [0, {n}), got values from {a.min()} to {a.max()}")
     if np.unique(a).size != a.size:
@@ -65,12 +65,12 @@ def check_items(items, n: int, owner: str) -> np.ndarray:
 def check_pairs(pairs, n: int, owner: str) -> np.ndarray:
     """Item pairs as an (m, 2) int64 array with entries in [0, n)."""
     a = np.asarray(pairs)
-    if a.dtype == np.bool_ or not np.issubdtype(a.dtype, np.integer):
-        raise TypeError(f"{owner}: pairs must be integer item indices, got dtype {a.dtype}")
     if a.ndim == 1 and a.size == 2:
         a = a[None, :]
     if a.ndim != 2 or a.shape[1] != 2 or a.shape[0] == 0:
         raise ValueError(f"{owner}: pairs must have shape (m, 2), m >= 1, got {a.shape}")
+    if a.dtype == np.bool_ or not np.issubdtype(a.dtype, np.integer):
+        raise TypeError(f"{owner}: pairs must be integer item indices, got dtype {a.dtype}")
     if a.min() < 0 or a.max() >= n:
         raise ValueError(f"{owner}: pairs must hold item indices in [0, {n}), got values from {a.min()} to {a.max()}")
     return a.astype(np.int64)
