@@ -29,7 +29,7 @@ import numba
 import numpy as np
 
 from .._checks import choice
-from ._threads import run_chunks
+from ._threads import cpu_threads, run_chunks
 from .draws import LabelDraws, label_draws, labels_vector
 
 __all__ = ["LOSSES", "loss_code", "pair_losses", "expected_loss", "partition_loss", "draw_summaries"]
@@ -181,6 +181,38 @@ def _expected_losses(cands, kcands, draws, kdraws, b2, blog, weights, code, lo, 
             c2, clog = _table_sums(order, start, kcands[c], draws[s], counts, touched)
             total += weights[s] * _loss_from_sums(code, float(n), a2, b2[s], c2, alog, blog[s], clog)
         out[c] = total
+
+
+@numba.njit(cache=True, nogil=True)
+def _draw_expected_losses(draws, kdraws, b2, blog, weights, code, first, stride, acc):
+    """For rows s = first, first + stride, ...: the loss between draw s and each later draw t,
+    added to acc[s] (weighted by w_t) and acc[t] (by w_s): every pair once (the losses are
+    symmetric)."""
+    s_count, n = draws.shape
+    kmax = 1
+    for s in range(s_count):
+        kmax = max(kmax, kdraws[s])
+    counts = np.zeros(kmax, np.int64)
+    touched = np.empty(n, np.int64)
+    for s in range(first, s_count, stride):
+        order, start = _block_order(draws[s], kdraws[s])
+        for t in range(s + 1, s_count):
+            c2, clog = _table_sums(order, start, kdraws[s], draws[t], counts, touched)
+            value = _loss_from_sums(code, float(n), b2[s], b2[t], c2, blog[s], blog[t], clog)
+            acc[s] += weights[t] * value
+            acc[t] += weights[s] * value
+
+
+def draw_expected_losses(draws: LabelDraws, code: int) -> np.ndarray:
+    """Expected loss of each draw under all the (weighted) draws: each pair of draws once."""
+    b2, blog = _sums(draws)
+    s_count = draws.n_draws
+    strides = max(1, min(s_count, 4 * cpu_threads()))
+    acc = np.zeros((strides, s_count))
+    run_chunks(lambda lo, hi: [_draw_expected_losses(draws.labels, draws.n_clusters, b2, blog, draws.weights, code,
+                                                     f, strides, acc[f]) for f in range(lo, hi)],
+               strides, 0.5 * float(s_count) * draws.labels.size)
+    return acc.sum(axis=0)
 
 
 def _sums(draws: LabelDraws):
