@@ -125,7 +125,7 @@ def plot_n_clusters(result_or_draws, *, var_name=None, model=None, ax=None, figs
     >>> import numpy as np
     >>> import pymc_partitions as pmp
     >>> ax = pmp.plot_n_clusters(np.array([[0, 0, 1], [0, 1, 2], [0, 0, 1], [0, 0, 0]]))
-    >>> [round(b.get_height(), 2) for b in ax.patches]  # P(K = 1), P(K = 2), P(K = 3)
+    >>> [round(float(b.get_height()), 2) for b in ax.patches]  # P(K = 1), P(K = 2), P(K = 3)
     [0.25, 0.5, 0.25]
     """
     owner = "plot_n_clusters"
@@ -238,5 +238,5 @@ def plot_credible_ball(data, ball: CredibleBall, *, axes=None, size: float = 12.
         k = int(labels.max()) + 1
         title = f"{name}: K = {k}" + ("" if name == "Estimate" else f"\n{ball.loss} {dist:.3g}{unit} from the estimate")
         _draw_clustering(a, x, labels, title, size)
-    axes[0].figure.suptitle(f"{ball.level:.0%} credible ball ({ball.loss}, radius {ball.radius:.3g}{unit})", y=1.02)
+    axes[0].figure.suptitle(f"{ball.level:.0%} credible ball ({ball.loss}, radius {ball.radius:.3g}{unit})", y=1.1)
     return axes
