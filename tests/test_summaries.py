@@ -276,6 +276,34 @@ def test_same_seed_same_result_whatever_the_threads():
             assert other.stats["run_losses"] == group[0].stats["run_losses"]
 
 
+def test_sequential_allocation_alone_recovers_clear_structure():
+    """No sweetening, no zealous updates: one sequential allocation must already find the blocks
+    of a sharp posterior (a run that picked the worst block would not)."""
+    truth, draws = synthetic_draws(n=60, s=100, k=4, noise=0.03, seed=9)
+    for loss in LOSSES:
+        est = pmp.point_estimate(draws, loss=loss, runs=1, prob_sequential_allocation=1.0, max_scans=0,
+                                 max_zealous_attempts=0, random_seed=3)
+        assert est.stats["initialization"] == "sequential" and est.stats["scans"] == 0
+        assert pmp.summaries.partition_loss(est.labels, truth, "vi") == 0.0, loss
+
+
+def test_zealous_updates_only_ever_lower_the_loss_and_losses_are_consistent():
+    """Zealous updates keep a change only if it lowers the expected loss: a run never ends above
+    its loss after sweetening, and some updates are kept; the loss the search tracks is the
+    expected loss of the partition it returns."""
+    _, draws = synthetic_draws(n=84, s=120, k=6, noise=0.45, seed=10)
+    accepted = 0
+    for seed in range(4):
+        for loss in LOSSES:
+            est = pmp.point_estimate(draws, loss=loss, runs=1, prob_sequential_allocation=0.0, random_seed=seed)
+            stats = est.stats
+            assert stats["run_losses"][0] == pytest.approx(est.expected_loss, rel=1e-9, abs=1e-12)
+            assert est.expected_loss <= stats["loss_before_zealous"] + 1e-12
+            assert (stats["loss_before_zealous"] - est.expected_loss > 1e-9) == (stats["zealous_accepts"] > 0)
+            accepted += stats["zealous_accepts"]
+    assert accepted > 0
+
+
 def test_max_clusters_caps_the_estimate():
     _, draws = synthetic_draws(seed=2)
     free = pmp.point_estimate(draws, loss="binder", random_seed=0)

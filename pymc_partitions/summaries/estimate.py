@@ -26,8 +26,9 @@ class PointEstimate:
     ``labels``: canonical int64 labels (blocks numbered in order of first appearance);
     ``expected_loss``: its posterior expected ``loss`` under the draws (recomputed from the draws
     after the search); ``method``: ``"salso"`` or ``"draws"``; ``stats``: how it was found
-    (for SALSO: runs completed / truncated / skipped, the best run's initialisation, scans and
-    zealous updates, the expected loss of every run, seconds, threads, the seed's entropy).
+    (for SALSO: runs completed / truncated / skipped, the best run's initialisation, scans,
+    zealous updates and expected loss before them, the expected loss of every run, seconds,
+    threads, the seed's entropy).
     """
 
     labels: np.ndarray
@@ -91,7 +92,8 @@ def estimate_from_draws(draws: LabelDraws, loss: str = "vi", method: str = "sals
     best = done[0]
     expected = float(pair_losses(best.labels, draws)[:, code] @ draws.weights)
     stats.update(best_run=best.run, initialization=best.init, scans=best.scans, zealous_attempts=best.zealous_attempts,
-                 zealous_accepts=best.zealous_accepts, seed_entropy=str(seeds.entropy),
+                 zealous_accepts=best.zealous_accepts, loss_before_zealous=best.swept_loss,
+                 seed_entropy=str(seeds.entropy),
                  draws_used=draws.n_draws)
     return PointEstimate(labels=best.labels, expected_loss=expected, loss=loss, method="salso", stats=stats)
 

@@ -88,6 +88,7 @@ class RunResult:
     labels: np.ndarray
     loss: float
     init: str
+    swept_loss: float
     scans: int
     zealous_attempts: int
     zealous_accepts: int
@@ -515,7 +516,7 @@ def _one_run(ctx: _Context, r: int, key: np.uint64) -> RunResult | None:
         init = "random"
         st.rebuild(_random_labels(ctx.n, ctx.kc, key, st.ctr))
     st.sweeten()
-    loss = st.loss()
+    loss = swept = st.loss()
     attempts = accepts = 0
     if s.max_zealous_attempts > 0 and not st.truncated:
         blocks = np.arange(int(st.st[7][2]), dtype=np.int64)
@@ -544,7 +545,7 @@ def _one_run(ctx: _Context, r: int, key: np.uint64) -> RunResult | None:
             else:
                 st.rebuild(canonical_rows(before[None, :])[0][0].astype(np.int64))
     labels, _ = canonical_rows(st.lab[None, :])
-    return RunResult(run=r, labels=labels[0].astype(np.int64), loss=loss, init=init, scans=st.scans,
+    return RunResult(run=r, labels=labels[0].astype(np.int64), loss=loss, init=init, swept_loss=swept, scans=st.scans,
                      zealous_attempts=attempts, zealous_accepts=accepts, truncated=st.truncated,
                      seconds=time.perf_counter() - start)
 
