@@ -64,7 +64,7 @@ import numpy as np
 from .._numeric import keyed_uniform
 from ._threads import cpu_threads
 from .draws import LabelDraws, canonical_rows
-from .losses import BINDER, OMARI, ari_from_sums, xlog2x
+from .losses import BINDER, OMARI, ari_from_sums
 
 __all__ = ["SalsoSettings", "RunResult", "salso_search", "table_bytes", "candidate_labels", "thread_count", "run_keys"]
 
@@ -123,10 +123,12 @@ def _shuffle(a, key, ctr):
 # Problem (read only), a tuple: rows (n, S) int32, rows[i, s] = doff[s] + (label of i in draw s),
 # the row of the draw block holding item i (items first: an item's rows are contiguous); doff
 # (S + 1) offsets of each draw's blocks; weights (S); dtab (n + 1) the increments f(x); kc
-# (max_clusters); code (loss); kp (the row stride: kc rounded up to a multiple of 8).
+# (max_clusters); code (loss); kp (the row stride: kc rounded up to a multiple of 8); ftab
+# (n + 2) the values x² or x log2 x.
 # State, a tuple: lab[i] candidate block of item i (-1: not allocated); size[k]; tab[(doff[s] + l)
-# * kp + k] = |draw s block l ∩ candidate block k| (int32); g[same] = weights[s] * dtab[tab[...]]
-# (VI, Binder: what scoring sums); m[doff[s] + l] = allocated items of draw s block l;
+# * kp + k] = |draw s block l ∩ candidate block k| (int32); g: per row, 2 kp float64 terms
+# weights[s] dtab[c] and weights[s] dtab[c - 1] for VI and Binder, the sums scoring needs (see
+# _gidx); m[doff[s] + l] = allocated items of draw s block l;
 # b2[s] = Σ_l m², c2[s] = Σ tab² (omARI); misc = [Σ size², allocated items, occupied blocks];
 # acc: scores. Occupied blocks are always labelled 0 .. misc[2] - 1 (a block that empties takes
 # the last block's label), so scoring reads a contiguous prefix of each row, 8 entries at a time.
@@ -152,7 +154,7 @@ def _draw_in(i, sign, prob, st):
 @numba.njit(cache=True, nogil=True)
 def _count(i, k, step, prob, st):
     """Add ``step`` (+1 / -1) to item i's table entries in block k, for every draw."""
-    rows, doff, weights, dtab, kc, code, kp = prob
+    rows, doff, weights, dtab, kc, code, kp, _ = prob
     tab, g, c2 = st[2], st[3], st[6]
     if code == OMARI:
         for s in range(rows.shape[1]):
@@ -162,10 +164,13 @@ def _count(i, k, step, prob, st):
             tab[idx] = x + step
         return
     for s in range(rows.shape[1]):
-        idx = rows[i, s] * kp + k
+        row = rows[i, s]
+        idx = row * kp + k
         x = tab[idx] + step
         tab[idx] = x
-        g[idx] = weights[s] * dtab[x]
+        gi = _gidx(row, k, kp)
+        g[gi] = weights[s] * dtab[x]
+        g[gi + 8] = weights[s] * dtab[x - 1] if x > 0 else 0.0
 
 
 @numba.njit(cache=True, nogil=True)
@@ -208,24 +213,34 @@ def _close(k, prob, st):
     for r in range(doff[rows.shape[1]]):
         tab[r * kp + k] = tab[r * kp + last]
         tab[r * kp + last] = 0
-        g[r * kp + k] = g[r * kp + last]
-        g[r * kp + last] = 0.0
+        to = _gidx(r, k, kp)
+        fro = _gidx(r, last, kp)
+        g[to] = g[fro]
+        g[to + 8] = g[fro + 8]
+        g[fro] = 0.0
+        g[fro + 8] = 0.0
+
+
+@numba.njit(cache=True, nogil=True)
+def _gidx(row, k, kp):
+    """Where the term of (row, k) is in g: each row is blocks of 16, the terms w f(c) of 8
+    labels and then their terms w f(c - 1), so a score's reads stay in two adjacent lines."""
+    return row * 2 * kp + (k >> 3) * 16 + (k & 7)
 
 
 @numba.njit(cache=True, nogil=True)
 def _row_sums(i, prob, st, count, own):
-    """acc[k] = Σ_s g[row of item i in draw s, k] for k < count (8 local sums at a time: an
+    """acc[k] = Σ_s w_s f(c_s[row of item i, k]) for k < count (8 local sums at a time: an
     array accumulator in the inner loop was 3 times slower); with ``own`` >= 0, also returns
-    Σ_s weights[s] dtab[count in block own - 1] (block own with item i taken out)."""
-    rows, weights, dtab, kp = prob[0], prob[2], prob[3], prob[6]
-    tab, g, acc = st[2], st[3], st[8]
+    Σ_s w_s f(c_s[row, own] - 1) (block own with item i taken out)."""
+    rows, kp = prob[0], prob[6]
+    g, acc = st[3], st[8]
     own_total = 0.0
     for k0 in range(0, max(count, 1), 8):
-        first = k0 == 0 and own >= 0
+        mine = own - k0 if k0 <= own < k0 + 8 else -1
         a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = 0.0
         for s in range(rows.shape[1]):
-            r = rows[i, s] * kp
-            b = r + k0
+            b = rows[i, s] * 2 * kp + 2 * k0
             a0 += g[b]
             a1 += g[b + 1]
             a2 += g[b + 2]
@@ -234,8 +249,8 @@ def _row_sums(i, prob, st, count, own):
             a5 += g[b + 5]
             a6 += g[b + 6]
             a7 += g[b + 7]
-            if first:
-                own_total += weights[s] * dtab[tab[r + own] - 1]
+            if mine >= 0:
+                own_total += g[b + 8 + mine]
         acc[k0] = a0
         acc[k0 + 1] = a1
         acc[k0 + 2] = a2
@@ -252,7 +267,7 @@ def _scores(i, prob, st, count, own):
     """acc[k], k < count: the expected loss, up to a constant common to all k, of putting item i
     in block k. ``own`` = -1: i is in no block (and in the draws' allocated items). ``own`` = k0
     >= 0 (linear losses only): i is in block k0, and acc[k0] is the score of leaving it there."""
-    rows, doff, weights, dtab, kc, code, kp = prob
+    rows, doff, weights, dtab, kc, code, kp, _ = prob
     size, tab, b2, c2, misc, acc = st[1], st[2], st[5], st[6], st[7], st[8]
     if code == OMARI:  # every draw's ARI at each k
         for k in range(count):
@@ -383,7 +398,7 @@ def _take_out_block(label, key, ctr, prob, st):
 @numba.njit(cache=True, nogil=True)
 def _table_loss(prob, st):
     """Expected loss of the (complete) candidate from the kept tables."""
-    rows, doff, weights, dtab, kc, code, kp = prob
+    rows, doff, weights, dtab, kc, code, kp, ftab = prob
     size, tab, m, b2, c2, misc = st[1], st[2], st[4], st[5], st[6], st[7]
     n = float(rows.shape[0])
     if code == OMARI:
@@ -394,16 +409,16 @@ def _table_loss(prob, st):
     occupied = misc[2]
     own = 0.0
     for k in range(occupied):
-        own += float(size[k]) ** 2 if code == BINDER else xlog2x(size[k])
+        own += ftab[size[k]]
     total = 0.0
     for s in range(rows.shape[1]):
         part = 0.0
         for r in range(doff[s], doff[s + 1]):
-            part += float(m[r]) ** 2 if code == BINDER else xlog2x(m[r])
+            part += ftab[m[r]]
+            inner = 0.0
             for k in range(occupied):
-                x = tab[r * kp + k]
-                if x > 0:
-                    part -= 2.0 * (float(x) ** 2 if code == BINDER else xlog2x(x))
+                inner += ftab[tab[r * kp + k]]
+            part -= 2.0 * inner
         total += weights[s] * part
     value = (own + total) / (n * n if code == BINDER else n)
     return max(value, 0.0)
@@ -423,9 +438,9 @@ def thread_count(settings: SalsoSettings) -> int:
 
 
 def table_bytes(draws: LabelDraws, kc: int) -> int:
-    """Bytes of one run's contingency rows: an int32 count and a float64 term per entry, rows of
-    kc rounded up to a multiple of 8."""
-    return int(draws.n_clusters.sum()) * (-(-kc // 8) * 8) * 12
+    """Bytes of one run's contingency rows: an int32 count and two float64 terms per entry,
+    rows of kc rounded up to a multiple of 8."""
+    return int(draws.n_clusters.sum()) * (-(-kc // 8) * 8) * 20
 
 
 class _Context:
@@ -436,13 +451,13 @@ class _Context:
         doff = np.concatenate([[0], np.cumsum(draws.n_clusters)]).astype(np.int64)
         counts = np.arange(n + 2, dtype=np.float64)
         if code == BINDER:
-            dtab = 2.0 * counts[:-1] + 1.0  # f(x) = (x+1)^2 - x^2
+            ftab = counts**2
         else:
-            nlog = np.where(counts > 1, counts * np.log2(np.maximum(counts, 1.0)), 0.0)
-            dtab = np.diff(nlog)  # f(x) = (x+1) log2 (x+1) - x log2 x, x = 0..n
+            ftab = np.where(counts > 1, counts * np.log2(np.maximum(counts, 1.0)), 0.0)
+        dtab = np.diff(ftab)  # f(x) = (x+1)^2 - x^2 or (x+1) log2 (x+1) - x log2 x, x = 0..n
         rows = np.ascontiguousarray((draws.labels + doff[:-1, None]).T, dtype=np.int32)
         kp = -(-kc // 8) * 8
-        self.prob = (rows, doff, draws.weights, dtab, np.int64(kc), np.int64(code), np.int64(kp))
+        self.prob = (rows, doff, draws.weights, dtab, np.int64(kc), np.int64(code), np.int64(kp), ftab)
         self.n = n
         self.kc = kc
         self.kp = kp
@@ -464,7 +479,7 @@ class _Run:
         self.ctr = np.zeros(1, np.int64)
         s_count = ctx.prob[0].shape[1]
         self.st = (np.full(ctx.n, -1, np.int64), np.zeros(ctx.kp, np.int64), np.zeros(ctx.rows * ctx.kp, np.int32),
-                   np.zeros(ctx.rows * ctx.kp), np.zeros(ctx.rows, np.int32), np.zeros(s_count, np.int64),
+                   np.zeros(ctx.rows * ctx.kp * 2), np.zeros(ctx.rows, np.int32), np.zeros(s_count, np.int64),
                    np.zeros(s_count, np.int64), np.zeros(3, np.int64), np.empty(ctx.kp))
         self.perm = np.arange(ctx.n, dtype=np.int64)
         self.scans = 0
