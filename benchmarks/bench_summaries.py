@@ -16,7 +16,8 @@ uncertainty (~12 clusters per draw, items between clusters change hands).
    lowest expected loss (``method="draws"``) and (b) random-restart greedy searches given the same
    wall time: random initial labels + sweetening only (no sequential allocation, no zealous
    updates), as many restarts as fit in SALSO's time. Expected losses are recomputed from the draws.
-3. Memory of the n = 10⁴ estimate: peak RSS of a fresh process against an n x n float64 matrix.
+3. Memory of the n = 10⁴ estimate: the peak RSS (VmHWM) of a fresh process before and after it,
+   against an n x n float64 matrix.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import os
 import resource
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -104,9 +106,9 @@ def similarity_table(sizes, draws_for):
 
 def estimate_table(cases, draws_for):
     print("\n## 2. Point estimate under VI (default: 16 runs, all cores)\n")
-    print("| n | draws | SALSO wall | CPU | E[VI] SALSO | K | best draw: wall | E[VI] | greedy restarts in the same time: "
-          "restarts | best E[VI] | runs' E[VI] (min-median-max) |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| n | draws | SALSO wall | CPU | CPU per run | E[VI] SALSO | K | runs' E[VI] min / median / max "
+          "| best draw: wall | E[VI] | greedy restarts, same wall time: restarts | best E[VI] | median E[VI] |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for n, s in cases:
         z = draws_for(n)[:s]
         pmp.point_estimate(z[:3, :50], random_seed=0)  # warm-up
@@ -117,29 +119,30 @@ def estimate_table(cases, draws_for):
         g = greedy.stats
         restarts = g["runs_completed"] + g["runs_truncated"]
         losses = np.array(est.stats["run_losses"])
-        print(f"| {n} | {s} | {wall:.2f} s | {cpu:.2f} s | {est.expected_loss:.4f} | {est.n_clusters} | "
+        print(f"| {n} | {s} | {wall:.2f} s | {cpu:.2f} s | {cpu / len(losses):.2f} s | {est.expected_loss:.4f} | "
+              f"{est.n_clusters} | {losses.min():.4f} / {np.median(losses):.4f} / {losses.max():.4f} | "
               f"{best_wall:.2f} s | {best.expected_loss:.4f} | {restarts} | {greedy.expected_loss:.4f} | "
-              f"{losses.min():.4f} - {np.median(losses):.4f} - {losses.max():.4f} |")
+              f"{np.median(g['run_losses']):.4f} |")
 
 
-def memory_check(n: int, s: int) -> None:
-    """Peak RSS of a fresh process that loads the package, makes the draws and runs the estimate,
-    against the same process stopping before the estimate."""
-    code = (f"import sys, resource; sys.path.insert(0, {str(ROOT)!r}); sys.path.insert(0, {str(ROOT / 'benchmarks')!r});"
-            f"import bench_summaries as b; import numpy as np; z, _ = b.gibbs_draws({n}, {s});"
-            "import pymc_partitions as pmp; pmp.point_estimate(z[:3, :50], random_seed=0);"
-            "before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss;"
-            "pmp.point_estimate(z, random_seed=1) if sys.argv[1] == '1' else None;"
-            "print(before, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
-    peaks = {}
-    for flag in ("0", "1"):
-        out = subprocess.run([sys.executable, "-c", code, flag], capture_output=True, text=True, check=True)
-        peaks[flag] = [int(v) for v in out.stdout.split()]
-    growth = (peaks["1"][1] - peaks["0"][1]) / 1024
-    print("\n## 3. Memory of the n = 10^4 estimate\n")
-    print(f"peak RSS without the estimate {peaks['0'][1] / 1024:.0f} MB, with it {peaks['1'][1] / 1024:.0f} MB: "
-          f"+{growth:.0f} MB for the search (2 threads), against {n * n * 8 / 2**20:.0f} MB for one n x n float64 "
-          f"matrix; the draws themselves are {n * s * 8 / 2**20:.0f} MB (int64)")
+def memory_check(z: np.ndarray, workdir: Path) -> None:
+    """Peak RSS of a fresh process that loads the draws and the package (warmed up), before and
+    after the estimate."""
+    path = workdir / "draws.npy"
+    np.save(path, z)
+    # VmHWM (the peak RSS of this process image) rather than ru_maxrss, which a child inherits
+    # from its parent through fork and exec
+    code = (f"import sys; sys.path.insert(0, {str(ROOT)!r}); import numpy as np;"
+            "hwm = lambda: int([l for l in open('/proc/self/status') if l.startswith('VmHWM')][0].split()[1]);"
+            "import pymc_partitions as pmp; pmp.point_estimate(np.zeros((2, 60), int), random_seed=0);"
+            f"z = np.load({str(path)!r}); before = hwm(); pmp.point_estimate(z, random_seed=1); print(before, hwm())")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    before, after = (int(v) / 1024 for v in out.stdout.split())
+    n, s = z.shape[1], z.shape[0]
+    print(f"\n## 3. Memory of the n = {n} estimate ({s} draws)\n")
+    print(f"peak RSS of a fresh process: {before:.0f} MB with the package and the draws loaded, {after:.0f} MB "
+          f"after the estimate: +{after - before:.0f} MB for the search, against {n * n * 8 / 2**20:.0f} MB for "
+          f"one n x n float64 matrix (the draws: {z.nbytes / 2**20:.0f} MB as int64)")
 
 
 def main() -> None:
@@ -164,7 +167,8 @@ def main() -> None:
     similarity_table(sim_sizes, cache.__getitem__)
     estimate_table([(1000, 2000), (big, 500)], cache.__getitem__)
     if not args.quick:
-        memory_check(big, 500)
+        with tempfile.TemporaryDirectory() as tmp:
+            memory_check(cache[big][:500], Path(tmp))
     print(f"\nload average {load()} at the end; total {time.perf_counter() - start:.0f} s; max RSS of this process "
           f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
 
