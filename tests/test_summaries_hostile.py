@@ -147,7 +147,8 @@ def test_bad_credible_ball_arguments():
 def test_bad_coclustering_arguments():
     bad = [({"items": [0, 0]}, ValueError, "repeated"), ({"items": [0, 4]}, ValueError, r"in \[0, 4\)"),
            ({"items": [-1]}, ValueError, r"in \[0, 4\)"), ({"items": []}, ValueError, "non-empty"),
-           ({"items": [0.0, 1.0]}, TypeError, "integer item indices"), ({"pairs": [(0, 1, 2)]}, ValueError, r"\(m, 2\)"),
+           ({"items": [0.0, 1.0]}, TypeError, "integer item indices"),
+           ({"pairs": [(0, 1, 2)]}, ValueError, r"\(m, 2\)"),
            ({"pairs": [(0, 4)]}, ValueError, r"in \[0, 4\)"), ({"pairs": [[0.5, 1]]}, TypeError, "integer"),
            ({"items": [0], "pairs": [(0, 1)]}, ValueError, "not both"), ({"dtype": "float16"}, ValueError, "dtype"),
            ({"dtype": int}, ValueError, "dtype"), ({"max_bytes": -5}, ValueError, "max_bytes"),

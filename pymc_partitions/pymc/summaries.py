@@ -95,7 +95,8 @@ def _partition_draws(result, var_name, model, owner) -> tuple[np.ndarray, _Sourc
     da = posterior[name].transpose("chain", "draw", ...)
     item_dim = da.dims[2]
     items = np.asarray(da[item_dim].values) if item_dim in da.coords else np.arange(values.shape[2])
-    return values, _Source(name, how, items, np.asarray(posterior["chain"].values), np.asarray(posterior["draw"].values))
+    chains, draws = np.asarray(posterior["chain"].values), np.asarray(posterior["draw"].values)
+    return values, _Source(name, how, items, chains, draws)
 
 
 def _array_source(a: np.ndarray) -> _Source:

@@ -7,7 +7,8 @@ smallest ball B = {c : d(ĉ, c) <= ε} with posterior probability at least 1 −
 draws, ε is the smallest distance to a draw such that the draws within it carry weight >= level:
 with S equally weighted draws, the ⌈level · S⌉-th smallest distance, as in mcclust.ext
 (a relative slack of 1e-12 absorbs rounding in level · S). The ball holds every draw with d <= ε
-(ties at ε included; distances within a relative 1e-12 count as equal). Its bounds, among the partitions of the draws in the ball:
+(ties at ε included; distances within a relative 1e-12 count as equal). Its bounds, among the
+partitions of the draws in the ball:
 
 * **upper vertical bound**: the partitions with the fewest blocks, and among those the farthest
   from ĉ;

@@ -69,8 +69,9 @@ def _seed_sequence(random_seed, owner: str) -> np.random.SeedSequence:
     return np.random.SeedSequence(integer("random_seed", random_seed, low=0, owner=owner))
 
 
-def estimate_from_draws(draws: LabelDraws, loss: str = "vi", method: str = "salso", settings: SalsoSettings | None = None,
-                        random_seed=None, max_bytes=DEFAULT_SEARCH_BYTES, owner: str = "point_estimate") -> PointEstimate:
+def estimate_from_draws(draws: LabelDraws, loss: str = "vi", method: str = "salso",
+                        settings: SalsoSettings | None = None, random_seed=None, max_bytes=DEFAULT_SEARCH_BYTES,
+                        owner: str = "point_estimate") -> PointEstimate:
     """The point estimate under ``loss`` for validated draws (identical draws best merged)."""
     loss = choice("loss", loss, LOSSES, owner=owner)
     method = choice("method", method, METHODS, owner=owner)

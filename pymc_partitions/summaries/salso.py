@@ -43,13 +43,14 @@ the same rows with the item's own count lowered by one, so an item that stays co
 For omARI, which is not linear in the table, the ARI of each draw is re-evaluated for each k
 from the kept sums of squares: also O(draws · K), never an n x n matrix.
 
-**Random numbers and threads.** Run r takes a 64-bit key from child r of the seed's
-``numpy.random.SeedSequence`` and draws counter-based SplitMix64 uniforms with it
-(:func:`pymc_partitions._numeric.keyed_uniform`), so a run's result depends only on the seed and
-r. Runs execute on ``threads`` Python threads calling compiled kernels that release the GIL; the
-winner is chosen by (loss, r): the same seed gives the same result whatever the number of
-threads -- unless the time budget ``seconds`` cuts the search short: then runs not yet started
-are skipped, running ones stop at their next scan, and the result depends on timing.
+**Random numbers and threads.** A 64-bit seed is drawn from
+``numpy.random.SeedSequence(random_seed)``; run r draws counter-based SplitMix64 uniforms from
+stream r of it (:func:`pymc_partitions._numeric.stream_key`, ``keyed_uniform``), so a run's
+result depends only on the seed and r. Runs execute on ``threads`` Python threads calling
+compiled kernels that release the GIL; the winner is chosen by (loss, r): the same seed gives
+the same result whatever the number of threads -- unless the time budget ``seconds`` cuts the
+search short: then runs not yet started are skipped, running ones stop at their next scan, and
+the result depends on timing.
 """
 
 from __future__ import annotations
@@ -61,7 +62,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from .._numeric import keyed_uniform
+from .._numeric import keyed_uniform, stream_key
 from ._threads import cpu_threads
 from .draws import LabelDraws, canonical_rows
 from .losses import BINDER, OMARI, ari_from_sums
@@ -593,6 +594,13 @@ def salso_search(draws: LabelDraws, code: int, settings: SalsoSettings, keys: np
 
 
 def run_keys(seed_sequence: np.random.SeedSequence, runs: int) -> np.ndarray:
-    """One 64-bit key per run, from independent children of the seed sequence."""
-    return np.array([child.generate_state(1, np.uint64)[0] for child in seed_sequence.spawn(runs)], np.uint64)
+    """One 64-bit key per run: SplitMix64 stream r of a 64-bit seed drawn from the sequence."""
+    return _stream_keys(seed_sequence.generate_state(1, np.uint64)[0], runs)
 
+
+@numba.njit(cache=True)
+def _stream_keys(seed, runs):
+    out = np.empty(runs, np.uint64)
+    for r in range(runs):
+        out[r] = stream_key(seed, r)
+    return out
