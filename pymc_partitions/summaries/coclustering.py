@@ -141,7 +141,12 @@ def _pairs(by_item, weights, first, second, lo, hi, out):
 
 def coclustering_matrix(draws: LabelDraws, items: np.ndarray | None = None, dtype=np.float64,
                         threads: int | None = None) -> np.ndarray:
-    """The (n, n) similarity matrix (or (k, k) for ``items``), diagonal exactly 1."""
+    """The (n, n) similarity matrix (or (k, k) for ``items``), diagonal exactly 1.
+
+    >>> from pymc_partitions.summaries import coclustering_matrix, label_draws
+    >>> coclustering_matrix(label_draws([[0, 0, 1], [0, 1, 1]])).tolist()
+    [[1.0, 0.5, 0.0], [0.5, 1.0, 0.5], [0.0, 0.5, 1.0]]
+    """
     labels = draws.labels if items is None else np.ascontiguousarray(draws.labels[:, items])
     s_count, m = labels.shape
     k = draws.n_clusters
@@ -162,7 +167,13 @@ def coclustering_matrix(draws: LabelDraws, items: np.ndarray | None = None, dtyp
 
 
 def coclustering_pairs(draws: LabelDraws, pairs: np.ndarray, threads: int | None = None) -> np.ndarray:
-    """Similarity of each (i, j) row of ``pairs``."""
+    """Similarity of each (i, j) row of ``pairs``.
+
+    >>> import numpy as np
+    >>> from pymc_partitions.summaries import coclustering_pairs, label_draws
+    >>> coclustering_pairs(label_draws([[0, 0, 1], [0, 1, 1]]), np.array([[0, 1], [0, 2]])).tolist()
+    [0.5, 0.0]
+    """
     used = np.unique(pairs)
     by_item = np.ascontiguousarray(draws.labels[:, used].T)  # (items used, draws): one row per item
     where = np.searchsorted(used, pairs)

@@ -86,7 +86,15 @@ def _bound(draws: LabelDraws, members: np.ndarray, distance: np.ndarray) -> tupl
 
 
 def credible_ball_from_draws(draws: LabelDraws, estimate: np.ndarray, loss: str, level: float) -> CredibleBall:
-    """The credible ball of validated draws around a canonical ``estimate`` (checked arguments)."""
+    """The credible ball of validated draws around a canonical ``estimate`` (checked arguments).
+
+    >>> import numpy as np
+    >>> from pymc_partitions.summaries import credible_ball_from_draws, label_draws
+    >>> draws = label_draws([[0, 0, 1], [0, 0, 1], [0, 1, 2], [0, 0, 0]])
+    >>> ball = credible_ball_from_draws(draws, np.array([0, 0, 1]), "binder", 0.75)
+    >>> ball.radius, ball.lower_vertical.tolist()  # 2 disagreeing pairs x 2 / 9
+    (0.2222222222222222, [0, 1, 2])
+    """
     distance = pair_losses(estimate, draws)[:, VI if loss == "vi" else BINDER]
     order = np.argsort(distance, kind="stable")
     cumulative = np.cumsum(draws.weights[order])

@@ -104,7 +104,12 @@ def _integer_array(a: np.ndarray, what: str, owner: str) -> np.ndarray:
 
 def labels_vector(labels, n: int | None = None, *, what: str = "labels", owner: str = "summaries") -> np.ndarray:
     """One partition (a 1-d label vector, any labelling, or an object with ``.labels``) as
-    canonical int64 labels; ``n`` its required length."""
+    canonical int64 labels; ``n`` its required length.
+
+    >>> from pymc_partitions.summaries import labels_vector
+    >>> labels_vector([9, 4, 9, 1]).tolist()
+    [0, 1, 0, 2]
+    """
     labels = getattr(labels, "labels", labels)
     if isinstance(labels, (str, bytes)) or labels is None:
         raise TypeError(f"{owner}: {what} must be a vector of integer labels, got {labels!r:.60}")
@@ -149,6 +154,11 @@ def label_draws(draws, weights=None, *, merge: bool = False, owner: str = "summa
     a ``ValueError``, non-numeric data with a ``TypeError``). ``weights``: one non-negative
     finite weight per draw, not all zero (shape (draws,), or the draws' leading shape).
     ``merge``: merge identical draws, adding their weights.
+
+    >>> from pymc_partitions.summaries import label_draws
+    >>> d = label_draws([[7, 7, 3], [1, 2, 2], [0, 0, 5]], weights=[1, 1, 2], merge=True)
+    >>> d.labels.tolist(), d.weights.tolist(), d.n_clusters.tolist()
+    ([[0, 0, 1], [0, 1, 1]], [0.75, 0.25], [2, 2])
     """
     if isinstance(draws, (str, bytes)) or draws is None:
         raise TypeError(f"{owner}: draws must be an array of labels, got {draws!r:.60}")

@@ -49,7 +49,12 @@ class PointEstimate:
 
 def check_settings(owner: str, *, max_clusters=0, runs=16, max_zealous_attempts=10, prob_sequential_allocation=0.5,
                    max_scans=None, seconds=None, threads=None) -> SalsoSettings:
-    """The search settings, each checked (``None``: no limit / all cores)."""
+    """The search settings, each checked (``None``: no limit / all cores).
+
+    >>> from pymc_partitions.summaries import check_settings
+    >>> check_settings("demo", runs=4, seconds=2).runs
+    4
+    """
     return SalsoSettings(
         max_clusters=integer("max_clusters", max_clusters, low=0, owner=owner),
         runs=integer("runs", runs, low=1, owner=owner),
@@ -72,7 +77,14 @@ def _seed_sequence(random_seed, owner: str) -> np.random.SeedSequence:
 def estimate_from_draws(draws: LabelDraws, loss: str = "vi", method: str = "salso",
                         settings: SalsoSettings | None = None, random_seed=None, max_bytes=DEFAULT_SEARCH_BYTES,
                         owner: str = "point_estimate") -> PointEstimate:
-    """The point estimate under ``loss`` for validated draws (identical draws best merged)."""
+    """The point estimate under ``loss`` for validated draws (identical draws best merged).
+
+    >>> from pymc_partitions.summaries import check_settings, estimate_from_draws, label_draws
+    >>> draws = label_draws([[0, 0, 1, 1], [0, 0, 1, 2], [0, 0, 1, 1]], merge=True)
+    >>> est = estimate_from_draws(draws, "binder", settings=check_settings("demo", runs=4), random_seed=0)
+    >>> est.labels.tolist(), round(est.expected_loss, 4)
+    ([0, 0, 1, 1], 0.0417)
+    """
     loss = choice("loss", loss, LOSSES, owner=owner)
     method = choice("method", method, METHODS, owner=owner)
     code = LOSSES.index(loss)

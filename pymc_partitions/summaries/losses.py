@@ -223,7 +223,13 @@ def _sums(draws: LabelDraws):
 
 
 def pair_losses(estimate: np.ndarray, draws: LabelDraws) -> np.ndarray:
-    """(S, 3) array: Binder, VI and omARI between the canonical ``estimate`` and each draw."""
+    """(S, 3) array: Binder, VI and omARI between the canonical ``estimate`` and each draw.
+
+    >>> import numpy as np
+    >>> from pymc_partitions.summaries import label_draws, pair_losses
+    >>> pair_losses(np.array([0, 0, 1, 1]), label_draws([[0, 0, 1, 1], [0, 0, 0, 0]])).tolist()
+    [[0.0, 0.0, 0.0], [0.5, 1.0, 1.0]]
+    """
     est = np.ascontiguousarray(estimate, dtype=np.int64)
     kest = int(est.max()) + 1
     b2, blog = _sums(draws)
@@ -281,7 +287,14 @@ def partition_loss(a, b, loss: str = "vi") -> float:
 
 def draw_summaries(draws: LabelDraws, reference: np.ndarray | None = None) -> dict[str, np.ndarray]:
     """Label-invariant quantities per draw: ``n_clusters``, ``largest_cluster`` and, given a
-    canonical ``reference``, ``rand``, ``ari`` and ``vi`` to it (each of length S)."""
+    canonical ``reference``, ``rand``, ``ari`` and ``vi`` to it (each of length S).
+
+    >>> import numpy as np
+    >>> from pymc_partitions.summaries import draw_summaries, label_draws
+    >>> out = draw_summaries(label_draws([[0, 0, 1], [0, 1, 2]]), np.array([0, 0, 1]))
+    >>> out["n_clusters"].tolist(), out["largest_cluster"].tolist(), out["rand"].tolist()
+    ([2, 3], [2, 1], [1.0, 0.6666666666666667])
+    """
     labels = draws.labels
     out = {"n_clusters": draws.n_clusters.copy(), "largest_cluster": _largest(labels, draws.n_clusters)}
     if reference is not None:
