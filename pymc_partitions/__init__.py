@@ -9,6 +9,10 @@ parameters). Unbiased estimates from coupled chains: :func:`sample_unbiased`,
 :func:`summarize_unbiased`, with functions of the partition in :mod:`pymc_partitions.h`.
 Centered W2 diagnostics: :func:`w2_convergence` (warns with :class:`W2ConvergenceWarning` when the
 chains have not reached stationarity), :func:`plot_w2_convergence`, :func:`w2_bias`.
+Partition summaries (:mod:`pymc_partitions.summaries` for the algorithms): :func:`coclustering`,
+:func:`point_estimate` (SALSO), :func:`credible_ball`, :func:`partition_traces`,
+:func:`summarize_clustering` (the ``clustering`` group), and the plots :func:`plot_coclustering`,
+:func:`plot_n_clusters`, :func:`plot_clustering`, :func:`plot_credible_ball`.
 """
 
 from . import datasets, partition
@@ -21,6 +25,9 @@ from .pymc.steps import PGSM, SAMS, CollapsedGibbs, EscobarWest, PriorSlice, reg
 from .diagnostics.convergence import W2ConvergenceWarning
 from .pymc.diagnostics import plot_w2_convergence, w2_bias, w2_convergence
 from .pymc.unbiased import sample_unbiased, summarize_unbiased
+from .pymc.summaries import coclustering, credible_ball, partition_traces, point_estimate, summarize_clustering
+from .pymc.plots import plot_clustering, plot_coclustering, plot_credible_ball, plot_n_clusters
+from . import summaries
 
 __version__ = "0.1.0"
 
@@ -47,6 +54,16 @@ __all__ = [
     "sample_unbiased",
     "summarize_unbiased",
     "suggest_k_m",
+    "coclustering",
+    "point_estimate",
+    "credible_ball",
+    "partition_traces",
+    "summarize_clustering",
+    "plot_coclustering",
+    "plot_n_clusters",
+    "plot_clustering",
+    "plot_credible_ball",
+    "summaries",
     "h",
     "datasets",
     "partition",

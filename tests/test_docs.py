@@ -33,7 +33,7 @@ def code_blocks(path: Path, language: str = "python") -> list[tuple[int, str]]:
 
 def test_doc_files_found():
     names = {p.name for p in DOC_FILES}
-    assert {"README.md", "getting_started.md", "models.md", "steps.md", "unbiased.md"} <= names
+    assert {"README.md", "getting_started.md", "models.md", "steps.md", "unbiased.md", "summaries.md"} <= names
 
 
 @pytest.mark.parametrize("path", DOC_FILES, ids=lambda p: str(p.relative_to(ROOT)))

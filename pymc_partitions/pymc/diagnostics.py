@@ -5,25 +5,19 @@ draw, uses the Mirkin cost for partitions, and writes the estimates back as a gr
 estimators are in :mod:`pymc_partitions.diagnostics`.
 
 Which variables are partitions: those named by ``partitions=``; else the ``pmp.Partition``
-variables of ``model=`` (or of the model in context); else, from the draws themselves, every
-integer variable with one dimension besides (chain, draw) whose every draw is a canonical label
-vector (first-appearance order: ``labels[0] == 0`` and each label at most one more than the
-largest before it), which is how this package's step methods store partitions, with a label 2
-or more somewhere. An integer vector variable that is not canonical, or holds only 0/1 values
-(a Bernoulli indicator vector starting with 0 is canonical too), cannot be told apart from a
-vector of integers and is refused (pass ``model=`` or ``partitions=``); integer scalars are
-numbers.
+variables of ``model=`` (or of the model in context); else the draws-only rule of
+:mod:`pymc_partitions.pymc.results` (integer vectors whose every draw is a canonical label
+vector with a label 2 or more somewhere; other integer vectors are refused: pass ``model=`` or
+``partitions=``); integer scalars are numbers.
 """
 
 from __future__ import annotations
 
 import datetime
 import warnings
-from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
-import pymc as pm
 import xarray as xr
 
 from .._checks import boolean, choice, integer, real
@@ -36,123 +30,21 @@ from ..diagnostics.convergence import (
 )
 from ..diagnostics.partition_cost import mirkin_cost_matrix
 from ..diagnostics.wasserstein import hedged, squared_euclidean
-from .compat import add_groups, made_group, posterior_dataset
-from .distributions import is_partition
+from .compat import add_groups, made_group
+from .results import (  # noqa: F401  (is_canonical, SOURCES: used by tests and callers from here)
+    SOURCES,
+    _auto_partition,
+    _labels,
+    _names,
+    _partition_names,
+    _posterior,
+    _variable_draws,
+    is_canonical,
+)
 
 __all__ = ["w2_convergence", "plot_w2_convergence", "w2_bias"]
 
 CONTINUOUS = "continuous"  # name of the trace of the stacked continuous variables
-
-#: How the partition variables were decided (recorded as the group attr ``partition_source``).
-SOURCES = ("partitions argument", "model argument", "model in context", "canonical labels")
-
-
-def _names(value, what: str, owner: str) -> list[str] | None:
-    """None, one name, or a sequence of distinct names, as a list."""
-    if value is None:
-        return None
-    if isinstance(value, str):
-        return [value]
-    if not isinstance(value, (Sequence, np.ndarray)) or isinstance(value, bytes):
-        raise TypeError(f"{owner}: {what} must be a name or a list of names, got {value!r}")
-    names = list(value)
-    bad = [v for v in names if not isinstance(v, str)]
-    if bad:
-        raise TypeError(f"{owner}: {what} must hold variable names (strings), got {bad!r}")
-    twice = sorted({v for v in names if names.count(v) > 1})
-    if twice:
-        raise ValueError(f"{owner}: {what} names {twice} more than once")
-    return names
-
-
-def _posterior(result, owner: str) -> xr.Dataset:
-    try:
-        posterior = posterior_dataset(result)
-    except KeyError:
-        raise ValueError(f"{owner}: the result has no posterior group") from None
-    for dim in ("chain", "draw"):
-        if dim not in posterior.dims:
-            raise ValueError(f"{owner}: the posterior has no {dim!r} dimension (dims {list(posterior.dims)})")
-    return posterior
-
-
-def _variable_draws(posterior: xr.Dataset, name: str, owner: str) -> np.ndarray:
-    """Draws of one variable as (chain, draw, ...) with chain and draw first; numbers only."""
-    da = posterior[name]
-    if "chain" not in da.dims or "draw" not in da.dims:
-        raise ValueError(f"{owner}: variable {name!r} has dims {da.dims}, not one value per (chain, draw)")
-    if da.dims[:2] != ("chain", "draw"):
-        da = da.transpose("chain", "draw", ...)
-    values = np.asarray(da.values)
-    if not (np.issubdtype(values.dtype, np.number) or values.dtype == np.bool_) or np.iscomplexobj(values):
-        raise TypeError(f"{owner}: variable {name!r} has dtype {values.dtype}; W2 needs real numbers or labels")
-    if np.issubdtype(values.dtype, np.floating):
-        bad = ~np.isfinite(values.reshape(values.shape[0], values.shape[1], -1)).all(axis=2)
-        if bad.any():
-            raise ValueError(f"{owner}: variable {name!r} has NaN or infinite values in {int(bad.sum())} draws; "
-                             "W2 needs finite draws (leave it out with var_names=)")
-    return values
-
-
-def is_canonical(labels) -> bool:
-    """True if every row (last axis) of ``labels`` is a canonical label vector: non-negative
-    integers in first-appearance order (``row[0] == 0``, ``row[i] <= 1 + max(row[:i])``)."""
-    labels = np.asarray(labels)
-    if labels.ndim < 1 or labels.shape[-1] == 0 or not np.issubdtype(labels.dtype, np.integer):
-        return False
-    if labels.size == 0:
-        return True
-    running = np.maximum.accumulate(labels, axis=-1)
-    return bool(np.all(labels[..., 0] == 0) and labels.min() >= 0
-                and np.all(labels[..., 1:] <= running[..., :-1] + 1))
-
-
-def _labels(values: np.ndarray, name: str, owner: str) -> np.ndarray:
-    """Draws of a partition variable as int64 (chain, draw, n), integer-valued or refused."""
-    if values.ndim != 3:
-        raise ValueError(f"{owner}: partition variable {name!r} must have one dimension besides (chain, draw), "
-                         f"got shape {values.shape}")
-    if np.issubdtype(values.dtype, np.floating) and not np.all(np.mod(values, 1) == 0):
-        raise ValueError(f"{owner}: partition variable {name!r} holds non-integer values")
-    return values.astype(np.int64)
-
-
-def _auto_partition(values: np.ndarray, what: str, owner: str, remedy: str) -> bool:
-    """The draws-only rule: integer with one non-sample dimension, canonical and not only 0/1
-    -> partition. A 0/1 vector starting with 0 is canonical too (a Bernoulli indicator, or a
-    partition that never has more than two blocks): refused as ambiguous, like non-canonical ones."""
-    if not np.issubdtype(values.dtype, np.integer) or values.ndim != 3:
-        return False
-    if is_canonical(values) and values.max() > 1:
-        return True
-    kind = "only 0/1 values (an indicator vector or a two-block partition)" if is_canonical(values) else \
-        "integer vectors that are not canonical partition labels"
-    raise ValueError(f"{owner}: {what} holds {kind}, so it cannot be told whether it is a partition or a vector "
-                     f"of integers. {remedy}")
-
-
-def _partition_names(values, names, partitions, model, owner):
-    """(partition names among ``names``, how that was decided); ``values``: draws by name."""
-    if partitions is not None:
-        unknown = [p for p in partitions if p not in names]
-        if unknown:
-            raise ValueError(f"{owner}: partition variables {unknown} are not among the variables {names}")
-        return list(partitions), SOURCES[0]
-    source = SOURCES[1]
-    if model is None:
-        try:
-            model = pm.modelcontext(None)
-            source = SOURCES[2]
-        except TypeError:
-            model = None
-    elif not isinstance(model, pm.Model):
-        raise TypeError(f"{owner}: model must be a pymc.Model, got {type(model).__name__}")
-    if model is not None:
-        return [rv.name for rv in model.free_RVs if is_partition(rv) and rv.name in names], source
-    remedy = ("Pass model= (its pmp.Partition variables are the partitions), or partitions=[...] naming them "
-              "(partitions=[] for none).")
-    parts = [v for v in names if _auto_partition(values[v], f"variable {v!r}", owner, remedy)]
-    return parts, SOURCES[3]
 
 
 def _plan(posterior, var_names, partitions, model, owner):
@@ -163,7 +55,8 @@ def _plan(posterior, var_names, partitions, model, owner):
     missing = [v for v in names if v not in posterior.data_vars]
     if missing:
         raise ValueError(f"{owner}: variables {missing} are not in the posterior (it has {list(posterior.data_vars)})")
-    values = {v: _variable_draws(posterior, v, owner) for v in names}
+    values = {v: _variable_draws(posterior, v, owner, "W2 needs real numbers or labels",
+                                 " (leave it out with var_names=)") for v in names}
     parts, source = _partition_names(values, names, partitions, model, owner)
     labels = {p: _labels(values[p], p, owner) for p in parts}
     continuous = [v for v in names if v not in parts]

@@ -1,0 +1,242 @@
+"""Plots of partition summaries (matplotlib). Each function draws on ``ax`` / ``axes`` when given
+(else on a new figure) and returns what it drew on, as ArviZ's plots do."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._checks import boolean
+from ..summaries import CredibleBall, PointEstimate, labels_vector
+from .compat import group_names, posterior_dataset
+from .summaries import CLUSTERING_GROUP, _is_result, _read, coclustering, point_estimate
+
+__all__ = ["plot_coclustering", "plot_n_clusters", "plot_clustering", "plot_credible_ball"]
+
+
+def _colors(k: int):
+    import matplotlib.pyplot as plt  # noqa: PLC0415
+
+    if k <= 10:
+        return [plt.get_cmap("tab10")(i) for i in range(k)]
+    if k <= 20:
+        return [plt.get_cmap("tab20")(i) for i in range(k)]
+    return [plt.get_cmap("turbo")(v) for v in np.linspace(0.05, 0.95, k)]
+
+
+def _axes(ax, figsize):
+    import matplotlib.pyplot as plt  # noqa: PLC0415
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=figsize)
+    return ax
+
+
+def _group(result):
+    if _is_result(result) and CLUSTERING_GROUP in group_names(result):
+        return posterior_dataset(result, CLUSTERING_GROUP)
+    return None
+
+
+def _matrix(matrix, owner) -> np.ndarray:
+    m = np.asarray(getattr(matrix, "values", matrix))
+    if m.dtype == object or not np.issubdtype(m.dtype, np.number) or np.iscomplexobj(m):
+        raise TypeError(f"{owner}: matrix must hold probabilities, got dtype {m.dtype}")
+    if m.ndim != 2 or m.shape[0] != m.shape[1] or m.size == 0:
+        raise ValueError(f"{owner}: matrix must be a square (n, n) co-clustering matrix, got shape {m.shape}")
+    if not np.all(np.isfinite(m)) or m.min() < 0 or m.max() > 1:
+        raise ValueError(f"{owner}: matrix must hold probabilities in [0, 1]")
+    return m
+
+
+def _block_order(labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Items ordered by cluster (largest cluster first, ties by label), ascending within; and
+    the cumulative cluster sizes in that order."""
+    sizes = np.bincount(labels)
+    rank = np.argsort(-sizes, kind="stable")
+    position = np.empty_like(rank)
+    position[rank] = np.arange(rank.size)
+    order = np.lexsort((np.arange(labels.size), position[labels]))
+    return order, np.cumsum(sizes[rank])
+
+
+def plot_coclustering(result_or_draws=None, estimate=None, *, matrix=None, var_name=None, model=None, ax=None,
+                      cmap: str = "Blues", boundaries: bool = True, colorbar: bool = True, random_seed=0,
+                      figsize=(5.2, 4.4)):
+    """Heatmap of the co-clustering probabilities, items ordered by the point estimate's clusters
+    (largest first), with the clusters' boundaries drawn.
+
+    The matrix and the estimate come from, in order: the arguments ``matrix`` / ``estimate``
+    (labels or a point estimate); the result's ``clustering`` group (``pmp.summarize_clustering``);
+    else they are computed from ``result_or_draws`` (``pmp.coclustering``, and
+    ``pmp.point_estimate`` with ``random_seed``). Returns the axes.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import pymc_partitions as pmp
+    >>> draws = np.array([[0, 0, 1, 1, 2]] * 3 + [[0, 1, 1, 1, 2]])
+    >>> ax = pmp.plot_coclustering(draws)
+    >>> ax.get_title()
+    'Co-clustering probabilities'
+    """
+    owner = "plot_coclustering"
+    boundaries = boolean("boundaries", boundaries, owner=owner)
+    colorbar = boolean("colorbar", colorbar, owner=owner)
+    group = _group(result_or_draws)
+    if matrix is not None:
+        m = _matrix(matrix, owner)
+    elif group is not None and "coclustering" in group:
+        m = np.asarray(group["coclustering"].values)
+    elif result_or_draws is not None:
+        m = np.asarray(coclustering(result_or_draws, var_name=var_name, model=model).values)
+    else:
+        raise ValueError(f"{owner}: pass a result, draws, or matrix=")
+    if estimate is None:
+        if group is not None:
+            estimate = group["estimate"].values
+        elif result_or_draws is not None:
+            estimate = point_estimate(result_or_draws, var_name=var_name, model=model, random_seed=random_seed)
+        else:
+            raise ValueError(f"{owner}: with matrix= alone, pass estimate= (labels) to order the items")
+    labels = estimate.labels if isinstance(estimate, PointEstimate) else labels_vector(
+        estimate, m.shape[0], what="estimate", owner=owner)
+    if labels.size != m.shape[0]:
+        raise ValueError(f"{owner}: estimate has {labels.size} labels but the matrix is {m.shape[0]} x {m.shape[0]}")
+    order, ends = _block_order(labels)
+    ax = _axes(ax, figsize)
+    image = ax.imshow(m[np.ix_(order, order)], vmin=0.0, vmax=1.0, cmap=cmap, interpolation="nearest")
+    if boundaries:
+        for end in ends[:-1]:
+            ax.axhline(end - 0.5, color="black", lw=0.8)
+            ax.axvline(end - 0.5, color="black", lw=0.8)
+    ax.set(title="Co-clustering probabilities", xlabel="items, ordered by the point estimate's clusters",
+           ylabel="items")
+    if colorbar:
+        ax.figure.colorbar(image, ax=ax, label="P(same cluster | data)")
+    return ax
+
+
+def plot_n_clusters(result_or_draws, *, var_name=None, model=None, ax=None, figsize=(5.0, 3.4)):
+    """Posterior of the number of clusters: bars for all draws together, dots per chain (they
+    should agree when the chains have converged). Returns the axes.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import pymc_partitions as pmp
+    >>> ax = pmp.plot_n_clusters(np.array([[0, 0, 1], [0, 1, 2], [0, 0, 1], [0, 0, 0]]))
+    >>> [round(float(b.get_height()), 2) for b in ax.patches]  # P(K = 1), P(K = 2), P(K = 3)
+    [0.25, 0.5, 0.25]
+    """
+    owner = "plot_n_clusters"
+    draws, source = _read(result_or_draws, var_name, model, None, owner)
+    k = draws.n_clusters.reshape(source.chains.size, source.draws.size)
+    values = np.arange(k.min(), k.max() + 1)
+    ax = _axes(ax, figsize)
+    overall = np.array([np.mean(k == v) for v in values])
+    ax.bar(values, overall, color="C0", alpha=0.6, label="all chains")
+    if k.shape[0] > 1:
+        for c in range(k.shape[0]):
+            ax.plot(values, [np.mean(k[c] == v) for v in values], "o", ms=4, color="C1", alpha=0.7,
+                    label="per chain" if c == 0 else None)
+    ax.set(title="Number of clusters", xlabel="K", ylabel="posterior probability")
+    ax.set_xticks(values if values.size <= 20 else values[:: int(np.ceil(values.size / 20))])
+    ax.legend(frameon=False)
+    return ax
+
+
+def _data(data, n, owner) -> np.ndarray:
+    x = np.asarray(data)
+    if x.dtype == object or not np.issubdtype(x.dtype, np.number) or np.iscomplexobj(x):
+        raise TypeError(f"{owner}: data must be real numbers, got dtype {x.dtype}")
+    if x.ndim == 1:
+        x = x[:, None]
+    if x.ndim != 2 or x.shape[1] not in (1, 2):
+        raise ValueError(f"{owner}: data must have shape (n,), (n, 1) or (n, 2) (project higher dimensions first), "
+                         f"got {np.asarray(data).shape}")
+    if x.shape[0] != n:
+        raise ValueError(f"{owner}: data has {x.shape[0]} rows but the clustering has {n} items")
+    if not np.all(np.isfinite(x)):
+        raise ValueError(f"{owner}: data hold NaN or infinite values")
+    return x.astype(float)
+
+
+def _draw_clustering(ax, x, labels, title, size):
+    k = int(labels.max()) + 1
+    colors = _colors(k)
+    if x.shape[1] == 2:
+        for b in range(k):
+            pts = x[labels == b]
+            ax.scatter(pts[:, 0], pts[:, 1], s=size, color=colors[b], edgecolor="none")
+        ax.set(xlabel="x[:, 0]", ylabel="x[:, 1]")
+    else:  # one row per cluster, clusters ordered by their mean
+        means = np.array([x[labels == b, 0].mean() for b in range(k)])
+        row = np.empty(k, int)
+        row[np.argsort(means)] = np.arange(k)
+        for b in range(k):
+            pts = x[labels == b, 0]
+            ax.scatter(pts, np.full(pts.size, row[b]), s=size, color=colors[b], edgecolor="none")
+        ax.set(xlabel="x", ylabel="cluster (by mean)", yticks=range(k))
+    ax.set_title(title)
+
+
+def plot_clustering(data, estimate, *, ax=None, title=None, size: float = 14.0, figsize=(5.0, 4.0)):
+    """A clustering coloured on the data: a scatter plot for 2-d data, one row per cluster for
+    1-d data. ``estimate``: labels or a point estimate. Returns the axes.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import pymc_partitions as pmp
+    >>> x = np.array([[0.0, 0.1], [0.2, 0.0], [3.0, 3.1], [3.2, 2.9]])
+    >>> ax = pmp.plot_clustering(x, [0, 0, 1, 1])
+    >>> ax.get_title()
+    'Point estimate: 2 clusters'
+    """
+    owner = "plot_clustering"
+    labels = estimate.labels if isinstance(estimate, PointEstimate) else labels_vector(
+        estimate, what="estimate", owner=owner)
+    x = _data(data, labels.size, owner)
+    ax = _axes(ax, figsize)
+    k = int(labels.max()) + 1
+    _draw_clustering(ax, x, labels, title or f"Point estimate: {k} cluster{'s' if k != 1 else ''}", size)
+    return ax
+
+
+def plot_credible_ball(data, ball: CredibleBall, *, axes=None, size: float = 12.0, figsize=(15.0, 3.6)):
+    """The point estimate and the credible ball's bounds side by side on the data (2-d scatter
+    or 1-d rows): estimate, upper vertical bound (fewest clusters), lower vertical bound (most
+    clusters), horizontal bound (farthest). Returns the four axes.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import pymc_partitions as pmp
+    >>> draws = np.array([[0, 0, 1, 1]] * 8 + [[0, 0, 0, 1], [0, 1, 2, 3]])
+    >>> ball = pmp.credible_ball(draws, [0, 0, 1, 1], level=0.9)
+    >>> axes = pmp.plot_credible_ball(np.array([0.0, 0.2, 3.0, 3.3]), ball)
+    >>> [a.get_title().split(":")[0] for a in axes]
+    ['Estimate', 'Upper vertical bound', 'Lower vertical bound', 'Horizontal bound']
+    """
+    import matplotlib.pyplot as plt  # noqa: PLC0415
+
+    owner = "plot_credible_ball"
+    if not isinstance(ball, CredibleBall):
+        raise TypeError(f"{owner}: ball must be the result of pmp.credible_ball, got {type(ball).__name__}")
+    x = _data(data, ball.estimate.size, owner)
+    if axes is None:
+        _, axes = plt.subplots(1, 4, figsize=figsize, sharex=True, sharey=x.shape[1] == 2)
+    axes = np.ravel(np.asarray(axes, dtype=object))
+    if axes.size != 4:
+        raise ValueError(f"{owner}: axes must hold 4 axes, got {axes.size}")
+    unit = " bits" if ball.loss == "vi" else ""
+    panels = [("Estimate", ball.estimate, 0.0), ("Upper vertical bound", ball.upper_vertical,
+                                                   ball.upper_vertical_distance),
+              ("Lower vertical bound", ball.lower_vertical, ball.lower_vertical_distance),
+              ("Horizontal bound", ball.horizontal, ball.horizontal_distance)]
+    for a, (name, labels, dist) in zip(axes, panels):
+        k = int(labels.max()) + 1
+        title = f"{name}: K = {k}" + ("" if name == "Estimate" else f"\n{ball.loss} {dist:.3g}{unit} from the estimate")
+        _draw_clustering(a, x, labels, title, size)
+    axes[0].figure.suptitle(f"{ball.level:.0%} credible ball ({ball.loss}, radius {ball.radius:.3g}{unit})", y=1.1)
+    return axes
