@@ -355,3 +355,33 @@ class UniformLabels(PartitionPrior):
 
     def _repr_items(self):
         return [("k", self.k)]
+
+
+# ----------------------------------------------------------------------------- sets of items
+
+
+@numba.njit(cache=True, error_model="numpy")
+def log_join_set_weight(code, params, size, count):
+    """Unnormalised log weight for ``count`` items joining, together, a block of ``size >= 1``
+    others: the product of the sequential join weights size, size + 1, ..., size + count - 1 (the
+    EPPF ratio, with the number of blocks unchanged). 0 for ``count = 0``."""
+    if count == 0:
+        return 0.0
+    if count == 1:
+        return log_join_weight(code, params, size)
+    if code == PITMAN_YOR:
+        return math.lgamma(size + count - params[1]) - math.lgamma(size - params[1])
+    if code == UNIFORM_LABELS:
+        return 0.0
+    return math.lgamma(size + count + params[0]) - math.lgamma(size + params[0])
+
+
+@numba.njit(cache=True, error_model="numpy")
+def log_new_set_weight(code, params, n_other_blocks, count):
+    """Unnormalised log weight for ``count >= 1`` items opening a block together when
+    ``n_other_blocks`` exist: the new-block weight, then count - 1 joins of the growing block
+    (-inf when the prior allows no more blocks, e.g. a finite Dirichlet with all k in use)."""
+    w = log_new_weight(code, params, n_other_blocks)
+    if w == -np.inf:
+        return w
+    return w + log_join_set_weight(code, params, 1, count - 1)

@@ -703,3 +703,148 @@ def pack_log_marginal(codes, dims, stat_off, hyper_off, hyper, st, b):
     for f in range(codes.shape[0]):
         out += family_log_marginal(codes[f], st, b, stat_off[f], hyper, hyper_off[f], dims[f])
     return out
+
+
+# ----------------------------------------------------------------------------- statistics of sets
+#
+# Moves that carry a *set* of items at once (ARM's refinement blocks, seed 004 eq. 5-7) need the
+# statistics of a set and of the union of two blocks, without one update per item where the
+# statistics simply add. NIW keeps a Cholesky factor, which does not add: its union is formed
+# from the centred scatter identities below and factorised once (O(D^3), not |set| rank-one
+# updates). GRAPH counts the edges between the two blocks from the members of the added one.
+
+
+def merge_work_size(codes, dims) -> int:
+    """Length of the ``work`` array :func:`pack_merge` needs for families ``codes`` of dims ``dims``."""
+    size = 1
+    for code, dim in zip(np.asarray(codes).tolist(), np.asarray(dims).tolist()):
+        if code == NIW:
+            size = max(size, dim * dim + 2 * dim)
+    return size
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _niw_merge(st, dst, src, so, hp, ho, dim, work):
+    """NIW statistics of dst ∪ src (both non-empty). With the posterior scale S = S0 + W +
+    c0 (xbar - mu0)(xbar - mu0)^T of a block (W its centred scatter, c0 = kappa0 m / (kappa0 + m)),
+    adding the set B to the block A (posterior mean mu_A, kappa_A = kappa0 + m_A) gives
+    S_AB = S_A + (S_B - S0) - c0 d0 d0^T + cA dA dA^T with d0 = xbar_B - mu0, dA = xbar_B - mu_A,
+    cA = kappa_A m_B / (kappa_A + m_B): centred terms only, then one Cholesky factorisation."""
+    m_a = st[dst, so]
+    m_b = st[src, so]
+    kappa0 = hp[ho + dim]
+    k_a = kappa0 + m_a
+    base = so + 1 + dim
+    h_chol = ho + dim + 2
+    s_at = 0
+    da_at = dim * dim
+    d0_at = dim * dim + dim
+    for d in range(dim):
+        xbar = st[src, so + 1 + d] / m_b
+        work[da_at + d] = xbar - (kappa0 * hp[ho + d] + st[dst, so + 1 + d]) / k_a
+        work[d0_at + d] = xbar - hp[ho + d]
+    c_a = k_a * m_b / (k_a + m_b)
+    c_0 = kappa0 * m_b / (kappa0 + m_b)
+    for r in range(dim):
+        for c in range(r + 1):
+            s = 0.0
+            for q in range(c + 1):  # lower-triangular factors: (L L^T)[r, c] = sum over q <= c
+                s += (st[dst, base + r * dim + q] * st[dst, base + c * dim + q]
+                      + st[src, base + r * dim + q] * st[src, base + c * dim + q]
+                      - hp[h_chol + r * dim + q] * hp[h_chol + c * dim + q])
+            s += c_a * work[da_at + r] * work[da_at + c] - c_0 * work[d0_at + r] * work[d0_at + c]
+            work[s_at + r * dim + c] = s
+    for c in range(dim):  # Cholesky factorisation into dst's factor (row-major, lower)
+        v = work[s_at + c * dim + c]
+        for q in range(c):
+            v -= st[dst, base + c * dim + q] * st[dst, base + c * dim + q]
+        if v <= 0.0:  # rounding only: S_AB is S_A plus a positive semi-definite matrix
+            v = 1e-300
+        lcc = math.sqrt(v)
+        st[dst, base + c * dim + c] = lcc
+        for r in range(c + 1, dim):
+            v = work[s_at + r * dim + c]
+            for q in range(c):
+                v -= st[dst, base + r * dim + q] * st[dst, base + c * dim + q]
+            st[dst, base + r * dim + c] = v / lcc
+    st[dst, so] = m_a + m_b
+    for d in range(dim):
+        st[dst, so + 1 + d] += st[src, so + 1 + d]
+    _niw_refresh(st, dst, so, hp, ho, dim)
+
+
+@numba.njit(cache=True, error_model="numpy")
+def family_merge(code, st, dst, src, so, hp, ho, dim, members, start, count, work):
+    """Statistics of block ``dst`` <- those of dst ∪ src (disjoint sets); ``src`` is unchanged.
+    ``members[start:start + count]`` are src's items (read by GRAPH only); ``work`` has at least
+    :func:`merge_work_size` entries."""
+    if st[src, so] < 0.5:
+        return
+    if st[dst, so] < 0.5:
+        for c in range(stats_width_compiled(code, dim)):
+            st[dst, so + c] = st[src, so + c]
+        return
+    if code == DIAG_NORMAL:
+        st[dst, so] += st[src, so]
+        for d in range(2 * dim):
+            st[dst, so + 1 + d] += st[src, so + 1 + d]
+        _diag_refresh(st, dst, so, hp, ho, dim)
+    elif code == NIW:
+        _niw_merge(st, dst, src, so, hp, ho, dim, work)
+    elif code == BETA_BERNOULLI:
+        st[dst, so] += st[src, so]
+        for d in range(dim):
+            st[dst, so + 1 + d] += st[src, so + 1 + d]
+        _bb_refresh(st, dst, so, hp, ho, dim)
+    else:  # GRAPH: edges inside the union = inside each + between them (src's members' neighbours in dst)
+        between = 0.0
+        for t in range(start, start + count):
+            between += st[dst, so + 2 + members[t]]
+        st[dst, so + 1] += st[src, so + 1] + between
+        st[dst, so] += st[src, so]
+        for d in range(dim):
+            st[dst, so + 2 + d] += st[src, so + 2 + d]
+
+
+@numba.njit(cache=True, fastmath=_FAST, error_model="numpy")
+def family_set_stats(code, st, b, so, x, items, start, count, xo, hp, ho, dim, scratch):
+    """Statistics of the set ``items[start:start + count]`` into block ``b`` (from empty): the
+    sums accumulate and the cached quantities are refreshed once (DIAG_NORMAL, BETA_BERNOULLI);
+    NIW and GRAPH add the items one by one."""
+    family_init(code, st, b, so, hp, ho, dim)
+    if count == 0:
+        return
+    if code == DIAG_NORMAL or code == BETA_BERNOULLI:
+        x0 = np.uint64(xo)
+        c_sum = np.uint64(so + 1)
+        c_sq = np.uint64(so + 1 + dim)
+        for t in range(start, start + count):
+            i = items[t]
+            for d in range(np.uint64(dim)):
+                v = x[i, x0 + d]
+                st[b, c_sum + d] += v
+                if code == DIAG_NORMAL:
+                    st[b, c_sq + d] += v * v
+        st[b, so] = count
+        if code == DIAG_NORMAL:
+            _diag_refresh(st, b, so, hp, ho, dim)
+        else:
+            _bb_refresh(st, b, so, hp, ho, dim)
+        return
+    for t in range(start, start + count):
+        family_update(code, st, b, so, x, items[t], xo, hp, ho, dim, 1.0, scratch)
+
+
+@numba.njit(cache=True, error_model="numpy")
+def pack_merge(codes, dims, stat_off, hyper_off, hyper, st, dst, src, members, start, count, work):
+    """Block ``dst`` <- dst ∪ src for all families (see :func:`family_merge`)."""
+    for f in range(codes.shape[0]):
+        family_merge(codes[f], st, dst, src, stat_off[f], hyper, hyper_off[f], dims[f], members, start, count, work)
+
+
+@numba.njit(cache=True, error_model="numpy")
+def pack_set_stats(codes, dims, data_off, stat_off, hyper_off, hyper, st, b, x, items, start, count, scratch):
+    """Block ``b`` <- the statistics of the set ``items[start:start + count]`` for all families."""
+    for f in range(codes.shape[0]):
+        family_set_stats(codes[f], st, b, stat_off[f], x, items, start, count, data_off[f], hyper, hyper_off[f],
+                         dims[f], scratch)
