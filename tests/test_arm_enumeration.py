@@ -1,0 +1,248 @@
+"""The ARM kernel (seed 004, Algorithm 3) with fixed references, by enumeration at n = 5-7, for every
+prior and the Beta-Bernoulli, Normal and Normal-inverse-Wishart families:
+
+* the forced-path probabilities of all proposals from a state sum to one (each proposal has one
+  path, and the forced path finds it);
+* the kernel's log pi is the enumerated one, its reported log ratio is
+  log pi(y) - log pi(x) + log T(x|y) - log T(y|x), and detailed balance holds to 1e-12;
+* proposals drawn by the sampler (separate code from the forced path) follow the forced T
+  (chi-square);
+* a chain whose references do not depend on its state has the exact posterior, and does not
+  when the reverse probability is dropped from the ratio (the tests can fail);
+* the move is deterministic in its random numbers, the pair selection is uniform over the pairs
+  the references disagree on, and the record describes the move.
+"""
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from enumeration import check_against, exact_posterior
+from models import PRIORS, pack
+from pymc_partitions.partition import canonicalize, enumerate_partitions
+from pymc_partitions.samplers import arm
+from pymc_partitions.samplers.arm import ARMKernel, _order, _proposal_matrix, arm_log_proposal, arm_move
+from pymc_partitions.samplers.arm import arm_select_pair
+from pymc_partitions.samplers.gibbs import GibbsKernel, log_joint
+from test_pgsm_enumeration import posteriors
+
+
+def random_phi(parts, rng):
+    """(references oriented for the move, pair, order seed), drawn independently of any state."""
+    while True:
+        za, zb = parts[rng.integers(len(parts))], parts[rng.integers(len(parts))]
+        chosen = arm_select_pair((za, zb), int(rng.integers(2**63)))
+        if chosen is not None:
+            pair, refs = chosen
+            return refs, pair, int(rng.integers(2**63))
+
+
+def matrix(starts, targets, fam, prior, phi):
+    refs, pair, order_seed = phi
+    perm, rank = _order(starts.shape[1], np.uint64(order_seed))
+    return _proposal_matrix(starts, targets, fam, prior.code, prior.kernel_params(), refs[0], refs[1], pair, perm, rank)
+
+
+CASES = [(p, f, 5 + (i + j) % 3) for i, p in enumerate(PRIORS) for j, f in enumerate(["bb", "diag", "niw"])]
+
+
+@pytest.mark.parametrize("prior_name,family,n", CASES)
+def test_forward_probabilities_sum_to_one(prior_name, family, n):
+    prior = PRIORS[prior_name]
+    fam = pack(family, n)
+    parts = enumerate_partitions(n)
+    rng = np.random.default_rng(n)
+    carried = 0
+    for _ in range(3):
+        phi = random_phi(parts, rng)
+        starts = parts if n < 7 else parts[rng.choice(len(parts), 25, replace=False)]
+        lt, _ = matrix(starts, parts, fam, prior, phi)
+        total = np.exp(lt).sum(axis=1)
+        assert np.abs(total - 1.0).max() < 1e-12, total
+        (i, j) = phi[1]
+        for a, b in zip(*np.nonzero(lt > -np.inf)):  # an item of another block joins i or j: not a split-merge
+            x, y = starts[a], parts[b]
+            outside = np.flatnonzero((x != x[i]) & (x != x[j]))
+            carried += any(y[h] == y[i] or y[h] == y[j] for h in outside)
+    assert carried > 0
+
+
+DB_CASES = [(p, f, 5 + (i + j) % 2) for i, p in enumerate(PRIORS) for j, f in enumerate(["bb", "diag", "niw"])]
+
+
+@pytest.mark.parametrize("prior_name,family,n", DB_CASES)
+def test_detailed_balance_and_the_reported_log_ratio(prior_name, family, n):
+    prior = PRIORS[prior_name]
+    fam = pack(family, n)
+    parts = enumerate_partitions(n)
+    exact_lp = np.array([log_joint(p, fam, prior.code, prior.kernel_params()) for p in parts])
+    rng = np.random.default_rng(10 + n)
+    checked = 0
+    for _ in range(2):
+        phi = random_phi(parts, rng)
+        lt, lp = matrix(parts, parts, fam, prior, phi)
+        finite = np.isfinite(exact_lp)
+        np.testing.assert_allclose(lp[finite], exact_lp[finite], rtol=1e-11, atol=1e-11)
+        assert np.array_equal(np.isfinite(lp), finite)
+        reachable = np.argwhere((lt > -np.inf) & finite[:, None] & finite[None, :])
+        for a, b in reachable[rng.choice(len(reachable), min(120, len(reachable)), replace=False)]:
+            refs, pair, order_seed = phi
+            seed = int(rng.integers(2**63))
+            kw = dict(order_seed=order_seed)
+            _, fwd = arm_move(parts[a], fam, prior.code, prior.kernel_params(), refs, pair, seed, propose=parts[b], **kw)
+            want = exact_lp[b] - exact_lp[a] + lt[b, a] - lt[a, b]
+            assert fwd["log_ratio"] == pytest.approx(want, abs=1e-10) if np.isfinite(want) else fwd["log_ratio"] == want
+            assert fwd["log_forward"] == lt[a, b] and (fwd["log_reverse"] == lt[b, a])
+            if lt[b, a] > -np.inf:
+                _, back = arm_move(parts[b], fam, prior.code, prior.kernel_params(), refs, pair, seed,
+                                   propose=parts[a], **kw)
+                flow_ab = math.exp(exact_lp[a] + lt[a, b] + min(0.0, fwd["log_ratio"]))
+                flow_ba = math.exp(exact_lp[b] + lt[b, a] + min(0.0, back["log_ratio"]))
+                assert abs(flow_ab - flow_ba) <= 1e-12 * max(flow_ab, flow_ba)
+            else:
+                assert fwd["log_ratio"] == -np.inf
+            checked += 1
+    assert checked > 100
+
+
+@pytest.mark.parametrize("prior_name,family,n", [("crp", "bb", 6), ("pitman_yor", "diag", 6),
+                                                 ("finite_dirichlet", "niw", 5)])
+def test_sampled_proposals_follow_the_forced_probabilities(prior_name, family, n):
+    """The sampler draws the choices with uniforms; the forced path recomputes them from the target:
+    separate code, which must agree (chi-square over 12000 proposals of one state and phi)."""
+    prior = PRIORS[prior_name]
+    fam = pack(family, n)
+    parts = enumerate_partitions(n)
+    rng = np.random.default_rng(3)
+    for _ in range(2):
+        phi = random_phi(parts, rng)
+        refs, pair, order_seed = phi
+        x = parts[rng.integers(len(parts))]
+        lt, _ = matrix(x[None, :], parts, fam, prior, phi)
+        p = np.exp(lt[0])
+        index = {tuple(y): b for b, y in enumerate(parts)}
+        counts = np.zeros(len(parts))
+        for _ in range(12000):
+            _, info = arm_move(x, fam, prior.code, prior.kernel_params(), refs, pair, int(rng.integers(2**63)),
+                               order_seed=order_seed)
+            counts[index[tuple(info["proposal"])]] += 1
+        assert counts[p == 0].sum() == 0
+        big = p * counts.sum() >= 5  # pool the small cells
+        observed = np.r_[counts[big], counts[~big].sum()]
+        expected = np.r_[p[big], p[~big].sum()] * counts.sum()
+        keep = expected > 0
+        stat, pvalue = stats.chisquare(observed[keep], expected[keep])
+        assert pvalue > 1e-3, (stat, pvalue, keep.sum())
+
+
+def chain(fam, prior, pool, n_draws, arm_moves, seed):
+    """Gibbs sweep + ``arm_moves`` ARM moves per iteration, references two different members of a
+    fixed pool of partitions (independent of the chain's state)."""
+    rng = np.random.default_rng(seed)
+    gibbs = GibbsKernel(fam, prior.code, prior.kernel_params())
+    kernel = ARMKernel(fam, prior.code, prior.kernel_params())
+    n = fam.data.shape[0]
+    labels = np.zeros(n, np.int64)
+    out = np.empty((n_draws, n), np.int64)
+    accepted = 0
+    for t in range(n_draws):
+        labels = gibbs.step(labels, rng)[0]
+        for _ in range(arm_moves):
+            a, b = rng.choice(len(pool), 2, replace=False)
+            labels, info = kernel.step(labels, (pool[a], pool[b]), rng)
+            accepted += info["accepted"]
+        out[t] = labels
+    return out, accepted
+
+
+def test_chain_with_state_independent_references_matches_enumeration(monkeypatch):
+    n = 6
+    prior = PRIORS["crp"]
+    fam = pack("bb", n)
+    parts, exact, wrong = posteriors(prior, fam, n)
+    pool = parts[np.random.default_rng(0).choice(len(parts), 12, replace=False)]
+    samples, accepted = chain(fam, prior, pool, 8000, 3, seed=1)
+    assert accepted > 2000
+    check_against(parts, exact, samples[200:], [samples[200:].max(axis=1)], wrong=wrong)
+    # the same chain with the reverse probability left out of the ratio misses the posterior
+    monkeypatch.setattr(arm, "_log_ratio", lambda lpx, lpy, lf, lr: (lpy - lpx) - lf if lr > -np.inf else -np.inf)
+    samples, _ = chain(fam, prior, pool, 8000, 3, seed=1)
+    with pytest.raises(AssertionError, match="TV|number of clusters"):
+        check_against(parts, exact, samples[200:], [samples[200:].max(axis=1)])
+
+
+def test_move_is_deterministic_in_its_random_numbers():
+    n = 9
+    prior = PRIORS["pitman_yor"]
+    fam = pack("diag", n)
+    kernel = ARMKernel(fam, prior.code, prior.kernel_params())
+    rng = np.random.default_rng(4)
+    labels = np.zeros(n, np.int64)
+    seen = set()
+    for _ in range(300):
+        refs = (rng.integers(0, 3, n), rng.integers(0, 3, n))
+        seed = int(rng.integers(2**63))
+        a, info_a = kernel.move(labels, refs, seed)
+        b, info_b = kernel.move(labels.copy(), (refs[0].copy(), refs[1].copy()), seed)
+        assert np.array_equal(a, b) and info_a["log_ratio"] == info_b["log_ratio"] or (
+            np.isnan(info_a["log_ratio"]) and np.isnan(info_b["log_ratio"]))
+        assert np.array_equal(a, canonicalize(a))
+        seen.add((info_a["move"], info_a["accepted"]))
+        labels = a
+    assert {("split", True), ("merge", True), ("split", False)} <= seen
+
+
+def refinement(x, za, zb, i, j):
+    """Blocks of the coarsest common refinement of x, za, zb on U = x_i ∪ x_j (numpy)."""
+    u = np.flatnonzero((x == x[i]) | (x == x[j]))
+    return {(x[h], za[h], zb[h]) for h in u}, u
+
+
+def test_the_record_describes_the_move():
+    n = 10
+    prior = PRIORS["crp"]
+    fam = pack("diag", n)
+    rng = np.random.default_rng(5)
+    kernel = ARMKernel(fam, prior.code, prior.kernel_params())
+    labels = rng.integers(0, 3, n)
+    for _ in range(200):
+        refs = (rng.integers(0, 4, n), rng.integers(0, 4, n))
+        seed = int(rng.integers(2**63))
+        new, info = kernel.move(labels, refs, seed)
+        (i, j), (za, zb) = arm_select_pair(refs, seed)
+        assert info["pair"] == (i, j)
+        x = canonicalize(labels)
+        blocks, u = refinement(x, za, zb, i, j)
+        assert info["u_size"] == len(u) and info["refinement_blocks"] == len(blocks) - 2
+        assert info["move"] == ("split" if x[i] == x[j] else "merge")
+        assert info["k_before"] == x.max() + 1 and info["delta_k"] == new.max() - x.max()
+        y = info["proposal"]
+        assert (y[i] == y[j]) == (info["move"] == "merge")
+        assert np.array_equal(new, y) if info["accepted"] else np.array_equal(new, x)
+        assert info["log_forward"] == pytest.approx(arm_log_proposal(labels, y, fam, prior.code, prior.kernel_params(),
+                                                                     (za, zb), (i, j), seed), abs=0)
+        labels = new
+    same = np.arange(n) % 3
+    new, info = kernel.move(labels, (same, same + 1), 1)  # the same partition twice: no move
+    assert info["skipped"] and np.array_equal(new, canonicalize(labels))
+
+
+def test_pair_selection_is_uniform_over_the_disagreeing_pairs():
+    rng = np.random.default_rng(6)
+    n = 9
+    for _ in range(3):
+        za, zb = rng.integers(0, 3, n), rng.integers(0, 3, n)
+        together_a = za[:, None] == za[None, :]
+        together_b = zb[:, None] == zb[None, :]
+        disagree = [(i, j) for i in range(n) for j in range(n) if i != j and together_a[i, j] != together_b[i, j]]
+        counts = dict.fromkeys(disagree, 0)
+        for _ in range(6000):
+            (i, j), (ra, rb) = arm_select_pair((za, zb), int(rng.integers(2**63)))
+            assert ra[i] == ra[j] and rb[i] != rb[j]
+            assert (ra is za and rb is zb) or (ra is zb and rb is za)
+            counts[(i, j)] += 1
+        _, pvalue = stats.chisquare(list(counts.values()))
+        assert pvalue > 1e-3
+    assert arm_select_pair((np.array([0, 0, 1]), np.array([2, 2, 0])), 3) is None
