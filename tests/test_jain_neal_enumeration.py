@@ -1,0 +1,117 @@
+"""Jain-Neal restricted-Gibbs split-merge (seed 004 Algorithm 1) by enumeration (n = 5-7): with a
+fixed launch the final scan's probabilities sum to one, the reported log ratio is the enumerated
+one and detailed balance holds to 1e-12, sampled splits follow the forced probabilities; chains
+alone and with Gibbs have the exact posterior, and miss it when the ratio is broken."""
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from enumeration import check_against
+from models import PRIORS, pack
+from pymc_partitions.partition import canonicalize, enumerate_partitions
+from pymc_partitions.samplers import jain_neal
+from pymc_partitions.samplers.gibbs import GibbsKernel, log_joint
+from pymc_partitions.samplers.jain_neal import JainNealKernel, jain_neal_log_proposal, jain_neal_move
+from test_pgsm_enumeration import posteriors, run
+
+
+@pytest.mark.parametrize("prior_name,family", [(p, f) for p in PRIORS for f in ("bb", "diag", "niw")])
+def test_fixed_launch_detailed_balance(prior_name, family):
+    n = 5
+    prior = PRIORS[prior_name]
+    fam = pack(family, n)
+    args = (fam, prior.code, prior.kernel_params())
+    parts = enumerate_partitions(n)
+    lp = np.array([log_joint(p, *args) for p in parts])
+    rng = np.random.default_rng(1)
+    for _ in range(2):
+        pair = tuple(int(v) for v in rng.choice(n, 2, replace=False))
+        launch, seed = int(rng.integers(2**63)), int(rng.integers(2**63))
+        scans = int(rng.integers(0, 4))
+        lt = np.array([[jain_neal_log_proposal(x, y, *args, (pair, seed), scans, launch_seed=launch) for y in parts]
+                       for x in parts])
+        assert np.abs(np.exp(lt).sum(axis=1) - 1.0).max() < 1e-12
+        for a, b in np.argwhere(lt > -np.inf):
+            if a == b or not (np.isfinite(lp[a]) and np.isfinite(lp[b])):
+                continue
+            _, fwd = jain_neal_move(parts[a], *args, (pair, seed), scans, launch_seed=launch, propose=parts[b])
+            _, back = jain_neal_move(parts[b], *args, (pair, seed), scans, launch_seed=launch, propose=parts[a])
+            assert fwd["log_ratio"] == pytest.approx(lp[b] - lp[a] + lt[b, a] - lt[a, b], abs=1e-10)
+            flow_ab = math.exp(lp[a] + lt[a, b] + min(0.0, fwd["log_ratio"]))
+            flow_ba = math.exp(lp[b] + lt[b, a] + min(0.0, back["log_ratio"]))
+            assert abs(flow_ab - flow_ba) <= 1e-12 * max(flow_ab, flow_ba)
+
+
+def test_sampled_splits_follow_the_final_scan():
+    n = 7
+    prior = PRIORS["pitman_yor"]
+    fam = pack("bb", n)
+    args = (fam, prior.code, prior.kernel_params())
+    parts = enumerate_partitions(n)
+    rng = np.random.default_rng(2)
+    x = np.zeros(n, np.int64)
+    pair, launch = (1, 4), 99
+    p = np.exp([jain_neal_log_proposal(x, y, *args, (pair, 0), 5, launch_seed=launch) for y in parts])
+    index = {tuple(y): b for b, y in enumerate(parts)}
+    counts = np.zeros(len(parts))
+    for _ in range(10000):
+        _, info = jain_neal_move(x, *args, (pair, int(rng.integers(2**63))), 5, launch_seed=launch)
+        assert info["move"] == "split"
+        counts[index[tuple(info["proposal"])]] += 1
+    big = p * counts.sum() >= 5
+    _, pvalue = stats.chisquare(np.r_[counts[big], counts[~big].sum()], np.r_[p[big], p[~big].sum()] * counts.sum())
+    assert pvalue > 1e-3
+
+
+CHAINS = [(p, f, 6 + (i + j) % 2) for i, p in enumerate(PRIORS) for j, f in enumerate(["diag", "bb"])]
+
+
+@pytest.mark.parametrize("prior_name,family,n", CHAINS)
+def test_alone_matches_enumeration(prior_name, family, n):
+    prior = PRIORS[prior_name]
+    fam = pack(family, n)
+    parts, exact, wrong = posteriors(prior, fam, n)
+    samples, k = run([JainNealKernel(fam, prior.code, prior.kernel_params(), intermediate_scans=2)], n, 30000, n)
+    check_against(parts, exact, samples[500:], [k[500:]], wrong=wrong)
+
+
+def test_with_gibbs_matches_enumeration_and_a_broken_ratio_does_not(monkeypatch):
+    n = 7
+    prior = PRIORS["finite_dirichlet"]
+    fam = pack("niw", n)
+    parts, exact, wrong = posteriors(prior, fam, n)
+
+    def chain():
+        kernels = [GibbsKernel(fam, prior.code, prior.kernel_params())] + [
+            JainNealKernel(fam, prior.code, prior.kernel_params())] * 3
+        return run(kernels, n, 12000, seed=5)
+
+    samples, k = chain()
+    check_against(parts, exact, samples[300:], [k[300:]], wrong=wrong)
+    monkeypatch.setattr(jain_neal, "_log_ratio", lambda split, d, t: d if split else -d)  # T left out
+    samples, k = chain()
+    with pytest.raises(AssertionError, match="TV|number of clusters"):
+        check_against(parts, exact, samples[300:], [k[300:]])
+
+
+def test_deterministic_in_its_random_numbers():
+    n = 9
+    prior = PRIORS["crp"]
+    fam = pack("diag", n)
+    kernel = JainNealKernel(fam, prior.code, prior.kernel_params())
+    rng = np.random.default_rng(3)
+    labels = np.zeros(n, np.int64)
+    seen = set()
+    for _ in range(300):
+        rn = kernel.random_numbers(rng, n)
+        a, info = kernel.move(labels, rn)
+        b, _ = jain_neal_move(labels.copy(), fam, prior.code, prior.kernel_params(), (rn[0].copy(), int(rn[1])))
+        assert np.array_equal(a, b) and np.array_equal(a, canonicalize(a))
+        if not info["accepted"]:
+            assert np.array_equal(a, canonicalize(labels))
+        seen.add((info["move"], info["accepted"]))
+        labels = a
+    assert {("split", True), ("merge", True)} <= seen
