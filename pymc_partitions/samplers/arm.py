@@ -222,10 +222,12 @@ def _arm_path(x, za, zb, i, j, perm, rank, alloc_key, forced, target, prior_code
     ``alloc_key``/item for each unit) or forcing them towards ``target``. Writes the canonical end
     state into ``out`` and the record into ``res``: log T (-inf if no path), log pi(x), status (OK,
     DEAD_END: every option of a draw impossible, UNREACHABLE: no forced path), split launch, |U|,
-    refinement blocks moved as units, K of x, K of the end state."""
+    refinement blocks moved as units, K of x, K of the end state. A forced path that fails its
+    first checks stops before log pi(x) is computed (NaN)."""
     n = x.shape[0]
     for c in range(RECORD):
         res[c] = 0.0
+    res[R_LOGPI] = np.nan  # (not computed when a forced path stops before building statistics)
     cx = np.empty(n, np.int64)
     k = canonicalize_into(x, cx)
     bi = cx[i]
@@ -243,6 +245,29 @@ def _arm_path(x, za, zb, i, j, perm, rank, alloc_key, forced, target, prior_code
             uitems[nu] = h
             nu += 1
     res[R_USIZE] = nu
+
+    # forced: the target's blocks that hold no i, j are pinned by the original members outside U
+    # (checked first: most targets fail here, before any statistics are built)
+    wit = np.full(n, -1, np.int64)
+    ti = -1
+    tj = -1
+    if forced:
+        ti = target[i]
+        tj = target[j]
+        if split == (ti == tj):
+            res[R_STATUS] = UNREACHABLE
+            res[R_LOGT] = -np.inf
+            return
+        for h in range(n):
+            if not in_u[h]:
+                y = target[h]
+                if y != ti and y != tj:
+                    if wit[y] < 0:
+                        wit[y] = cx[h]
+                    elif wit[y] != cx[h]:  # members of two blocks outside U can never meet
+                        res[R_STATUS] = UNREACHABLE
+                        res[R_LOGT] = -np.inf
+                        return
 
     # the coarsest common refinement of x, za, zb on U: by (side, za), then by zb within each group
     map1 = np.full(2 * n, -1, np.int64)
@@ -322,28 +347,6 @@ def _arm_path(x, za, zb, i, j, perm, rank, alloc_key, forced, target, prior_code
     for c in range(nc):
         pack_set_stats(codes, dims, data_off, stat_off, hyper_off, hyper, stats, k + c, data, citems, cstart[c],
                        cs[c], scratch)
-
-    # forced: the target's blocks that hold no i, j are pinned by the original members outside U
-    wit = np.full(n, -1, np.int64)
-    ti = -1
-    tj = -1
-    if forced:
-        ti = target[i]
-        tj = target[j]
-        if split == (ti == tj):
-            res[R_STATUS] = UNREACHABLE
-            res[R_LOGT] = -np.inf
-            return
-        for h in range(n):
-            if not in_u[h]:
-                y = target[h]
-                if y != ti and y != tj:
-                    if wit[y] < 0:
-                        wit[y] = cx[h]
-                    elif wit[y] != cx[h]:  # members of two blocks outside U can never meet
-                        res[R_STATUS] = UNREACHABLE
-                        res[R_LOGT] = -np.inf
-                        return
 
     # launch state
     live = np.empty(n_rows, np.int64)
@@ -575,16 +578,19 @@ def _log_proposals(starts, targets, za, zb, i, j, perm, rank, prior_code, prior_
     out = np.empty(starts.shape[1], np.int64)
     res = np.empty(RECORD)
     for a in range(starts.shape[0]):
+        lp[a] = np.nan
         for b in range(targets.shape[0]):
             _arm_path(starts[a], za, zb, i, j, perm, rank, np.uint64(0), True, targets[b], prior_code, prior_params,
                       codes, dims, data_off, stat_off, hyper_off, hyper, data, width, work_size, out, res)
             lt[a, b] = res[R_LOGT]
-        lp[a] = res[R_LOGPI]
+            if res[R_LOGPI] == res[R_LOGPI]:
+                lp[a] = res[R_LOGPI]
 
 
 def _proposal_matrix(starts, targets, pack, prior_code, prior_params, za, zb, pair, perm, rank):
     """(log T (len(starts), len(targets)), log pi of the starts) of the move with phi = (za, zb, pair,
-    ranks), every entry by the forced path: what the enumeration tests compare against."""
+    ranks), every entry by the forced path: what the enumeration tests compare against. (log pi is
+    NaN for a start from which no target in ``targets`` passes the forced path's first checks.)"""
     starts = np.ascontiguousarray(starts, dtype=np.int64)
     targets = np.ascontiguousarray(targets, dtype=np.int64)
     lt = np.empty((starts.shape[0], targets.shape[0]))
