@@ -3,9 +3,10 @@
 Partition priors (:class:`CRP`, :class:`PitmanYor`, :class:`FiniteDirichlet`), the
 :class:`Partition` random variable, collapsed conjugate likelihoods (:class:`NormalNormal`,
 :class:`NormalInverseWishart`, :class:`BetaBernoulli`) and step methods for ``pm.sample``
-(:class:`CollapsedGibbs`, assigned automatically; the split-merge moves :class:`PGSM` and
-:class:`SAMS` to interleave with it; :class:`EscobarWest` and :class:`PriorSlice` for prior
-parameters). Unbiased estimates from coupled chains: :func:`sample_unbiased`,
+(:class:`CollapsedGibbs`, assigned automatically; the split-merge moves :class:`PGSM`,
+:class:`SAMS` and :class:`SplitMerge` (Jain-Neal) and the population step :class:`ARM` (adaptive
+reconfiguration moves across chains) to interleave with it; :class:`EscobarWest` and
+:class:`PriorSlice` for prior parameters). Unbiased estimates from coupled chains: :func:`sample_unbiased`,
 :func:`summarize_unbiased`, with functions of the partition in :mod:`pymc_partitions.h`.
 Centered W2 diagnostics: :func:`w2_convergence` (warns with :class:`W2ConvergenceWarning` when the
 chains have not reached stationarity), :func:`plot_w2_convergence`, :func:`w2_bias`.
@@ -21,7 +22,8 @@ from .pymc.compat import add_groups, load, save
 from .pymc.distributions import BetaBernoulli, NormalInverseWishart, NormalNormal, Partition
 from . import h
 from .coupling.unbiased import suggest_k_m
-from .pymc.steps import PGSM, SAMS, CollapsedGibbs, EscobarWest, PriorSlice, register as _register
+from .pymc.steps import PGSM, SAMS, CollapsedGibbs, EscobarWest, PriorSlice, SplitMerge, register as _register
+from .pymc.arm_step import ARM
 from .diagnostics.convergence import W2ConvergenceWarning
 from .pymc.diagnostics import plot_w2_convergence, w2_bias, w2_convergence
 from .pymc.unbiased import sample_unbiased, summarize_unbiased
@@ -42,6 +44,8 @@ __all__ = [
     "CollapsedGibbs",
     "PGSM",
     "SAMS",
+    "SplitMerge",
+    "ARM",
     "EscobarWest",
     "PriorSlice",
     "add_groups",
