@@ -119,13 +119,13 @@ def _log_normaliser(w, count):
     if top == -np.inf:
         for q in range(count):
             if w[q] != w[q]:
-                raise ValueError("ARM: a log weight is NaN or +inf: non-finite statistics or parameters")
+                raise ValueError("a log weight is NaN or +inf: non-finite statistics or parameters")
         return top
     s = 0.0
     for q in range(count):
         s += math.exp(w[q] - top)
     if s != s or top == np.inf:
-        raise ValueError("ARM: a log weight is NaN or +inf: non-finite statistics or parameters")
+        raise ValueError("a log weight is NaN or +inf: non-finite statistics or parameters")
     return top + math.log(s)
 
 
@@ -680,6 +680,13 @@ def _select_pair(za, zb, key, out):
 # ----------------------------------------------------------------------------- Python layer
 
 
+def _named_seed(value, name, owner):
+    """A 64-bit seed argument other than ``seed`` (``order_seed``, ``launch_seed``), checked and named."""
+    if type(value) is np.uint64:
+        return value
+    return np.uint64(_checks.integer(name, value, low=0, high=2**64 - 1, owner=owner))
+
+
 def _references(references, n, owner):
     try:
         za, zb = references
@@ -809,7 +816,7 @@ def arm_move(labels, pack: FamilyPack, prior_code: int, prior_params, references
     za, zb = _references(references, n, owner)
     i, j = _oriented_pair(pair, za, zb, owner)
     seed = check_seed(seed, owner)
-    perm, rank = _order(n, seed if order_seed is None else check_seed(order_seed, owner))
+    perm, rank = _order(n, seed if order_seed is None else _named_seed(order_seed, "order_seed", owner))
     if propose is not None:
         propose = as_labels(propose, n, name="propose", owner=owner)
     return _run(labels, pack, prior_code, prior_params, za, zb, i, j, perm, rank, seed, propose)
@@ -827,7 +834,7 @@ def arm_log_proposal(labels, proposal, pack: FamilyPack, prior_code: int, prior_
     za, zb = _references(references, n, owner)
     i, j = _oriented_pair(pair, za, zb, owner)
     seed = check_seed(seed, owner)
-    perm, rank = _order(n, seed if order_seed is None else check_seed(order_seed, owner))
+    perm, rank = _order(n, seed if order_seed is None else _named_seed(order_seed, "order_seed", owner))
     out = np.empty(n, np.int64)
     res = np.empty(RECORD)
     _arm_path(labels, za, zb, i, j, perm, rank, np.uint64(0), True, proposal, prior_code, prior_params,

@@ -28,11 +28,11 @@ import numba
 import numpy as np
 
 from .. import _checks
-from .._numeric import check_seed, draw_seed, keyed_uniform, stream_key
+from .._numeric import draw_seed, keyed_uniform, stream_key
 from ..families.kernels import FamilyPack, pack_init, pack_log_marginal, pack_log_preds, pack_update
 from ..partition import as_labels, canonicalize_into
 from ..priors import log_join_set_weight, log_join_weight, log_new_weight
-from .arm import _log_normaliser, _pick
+from .arm import _log_normaliser, _named_seed, _pick
 from .gibbs import check_model
 from .sams import _pair
 
@@ -256,7 +256,7 @@ def jain_neal_move(labels, pack: FamilyPack, prior_code: int, prior_params, rand
     pair, seed = _pair(randomness, labels.shape[0], owner)
     scans = _scans(intermediate_scans, owner)
     if launch_seed is not None:
-        launch_seed = check_seed(launch_seed, owner)
+        launch_seed = _named_seed(launch_seed, "launch_seed", owner)
     if propose is not None:
         propose = as_labels(propose, labels.shape[0], name="propose", owner=owner)
     return _run(labels, pack, prior_code, prior_params, pair, seed, scans, launch_seed, propose)
