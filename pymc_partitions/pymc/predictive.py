@@ -31,7 +31,7 @@ from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.tensor.random.op import RandomVariable
 from pytensor.tensor.random.type import RandomType
 
-from .._checks import integer, real
+from .._checks import boolean, integer, real
 from ..families.kernels import BETA_BERNOULLI
 from ..families.predictive import replicate
 from ..predictive import join_log_probabilities, log_predictive_density
@@ -277,7 +277,7 @@ def _coords(point_arrays, names, single):
 
 
 def predictive_density(result, x, model=None, *, var_name=None, level: float = 0.9, draws=None, weights=None,
-                       max_bytes: int = DEFAULT_MAX_BYTES) -> xr.Dataset:
+                       keep_draws: bool = False, max_bytes: int = DEFAULT_MAX_BYTES) -> xr.Dataset:
     """Posterior predictive density of a new item at the points ``x``, with a credible band.
 
     For each posterior draw of the partition (and of the hyperparameters), the density given the
@@ -306,6 +306,9 @@ def predictive_density(result, x, model=None, *, var_name=None, level: float = 0
         Use this many draws per chain, evenly spaced (default all).
     weights : array, optional
         A non-negative weight per (chain, draw) (e.g. exact posterior probabilities of the draws).
+    keep_draws : bool
+        Also return ``density_draws``, the density given each draw, dims ``(chain, draw, point)``
+        (for Monte Carlo standard errors, or other summaries).
     max_bytes : int
         The (draws x points) densities are refused above this size.
 
@@ -331,12 +334,13 @@ def predictive_density(result, x, model=None, *, var_name=None, level: float = 0
     owner = "predictive_density"
     level = real("level", level, low=0.0, high=1.0, low_open=True, high_open=True, owner=owner)
     max_bytes = integer("max_bytes", max_bytes, low=1, owner=owner)
+    keep_draws = boolean("keep_draws", keep_draws, owner=owner)
     read = _read_result(result, model, var_name, owner, draws)
-    return _density(read, x, level, weights, max_bytes, owner)
+    return _density(read, x, level, weights, max_bytes, owner, keep_draws)
 
 
-def _density(read, x, level, weights, max_bytes, owner):
-    fitted, labels, index, _, source = read
+def _density(read, x, level, weights, max_bytes, owner, keep_draws=False):
+    fitted, labels, index, keep, source = read
     points, count, names = _points(x, fitted, owner)
     if labels.shape[0] * count * 8 > max_bytes:
         raise MemoryError(f"{owner}: {labels.shape[0]} draws x {count} points of densities exceed max_bytes="
@@ -355,8 +359,13 @@ def _density(read, x, level, weights, max_bytes, owner):
              "level": level, "likelihoods": names, "partition_var": fitted.name, "draws": int(labels.shape[0]),
              "weighted": weights is not None, "pymc_partitions_version": _version(),
              "created_at": datetime.datetime.now().isoformat()}
-    return xr.Dataset({"density": ("point", dens.T @ w), "lower": ("point", lower), "upper": ("point", upper)},
-                      coords=_coords(given, names, not isinstance(x, dict)), attrs=attrs)
+    out = xr.Dataset({"density": ("point", dens.T @ w), "lower": ("point", lower), "upper": ("point", upper)},
+                     coords=_coords(given, names, not isinstance(x, dict)), attrs=attrs)
+    if keep_draws:
+        out["density_draws"] = xr.DataArray(dens.reshape(source.chains.size, keep.size, count),
+                                            dims=("chain", "draw", "point"),
+                                            coords={"chain": source.chains, "draw": source.draws[keep]})
+    return out
 
 
 def _clustering(result, labels, fitted, model, var_name, owner):
@@ -386,8 +395,8 @@ def join_probabilities(result_or_labels, x, model=None, *, labels=None, var_name
     model's hyperparameters must be fixed numbers and its current data are used.
 
     Returns an ``xarray.DataArray`` with dims ``("point", "cluster")``: clusters 0..K-1 of the
-    clustering (canonical labels, first appearance order) and -1 for a new cluster; coordinate
-    ``cluster_size``. Rows sum to one.
+    clustering (canonical labels, first appearance order) and -1 for a new cluster; coordinates
+    ``cluster_size`` and, for one-dimensional points, the points (``x``). Rows sum to one.
 
     Examples
     --------
@@ -428,7 +437,8 @@ def join_probabilities(result_or_labels, x, model=None, *, labels=None, var_name
         probs += w[j] * np.exp(join_log_probabilities(clustering, fitted.prior_code, params, parts, points))
     sizes = np.append(np.bincount(clustering), 0)
     coords = {"cluster": np.append(np.arange(k), NEW_CLUSTER), "cluster_size": ("cluster", sizes)}
-    coords.update(_coords([p for p in points if p is not None], names, not isinstance(x, dict)))
+    points_coords = _coords([p for p in points if p is not None], names, not isinstance(x, dict))
+    coords.update({k: v for k, v in points_coords.items() if v[0] == "point"})  # 1-d points only: a DataArray
     attrs = {"description": "probability that a new item joins each cluster of the clustering (-1: a new cluster)",
              "clustering": how, "likelihoods": names, "partition_var": fitted.name, "draws": int(n_draws),
              "pymc_partitions_version": _version()}
@@ -533,8 +543,6 @@ def sample_posterior_predictive(result, model=None, *, var_name=None, var_names=
     """
     owner = "sample_posterior_predictive"
     rng = _rng(random_seed, owner)
-    from .._checks import boolean  # noqa: PLC0415
-
     extend_inferencedata = boolean("extend_inferencedata", extend_inferencedata, owner=owner)
     fitted, labels, index, keep, source = _read_result(result, model, var_name, owner, draws)
     if var_names is None:
