@@ -26,8 +26,10 @@ import datetime
 import numpy as np
 import pymc as pm
 import pytensor
+import pytensor.tensor as pt
 import xarray as xr
 from pytensor.compile.sharedvalue import SharedVariable
+from pytensor.graph.replace import clone_replace
 from pytensor.tensor.random.op import RandomVariable
 from pytensor.tensor.random.type import RandomType
 
@@ -129,8 +131,8 @@ class _Fitted:
         for var in graph:
             if isinstance(var, SharedVariable) and not isinstance(var.type, RandomType) and constant is not None \
                     and var.name in constant:
-                replace[var] = pytensor.tensor.constant(np.asarray(constant[var.name].values, dtype=var.dtype))
-        outs = pytensor.clone_replace(hyper, replace=replace) if replace else hyper
+                replace[var] = pt.constant(np.asarray(constant[var.name].values, dtype=var.dtype))
+        outs = clone_replace(hyper, replace=replace) if replace else hyper
         self._fn = pytensor.function([replace[rv] for rv in self.inputs], outs, on_unused_input="ignore")
         self._fixed = self.at_values([]) if not self.inputs else None
 

@@ -87,10 +87,12 @@ class PartitionTerms:
         self.k = int(constant_value(k))
         self.prior_code = FINITE_DIRICHLET if self.k > 0 else PITMAN_YOR
 
-        self.likelihoods = [
+        # dict.fromkeys: PyMC 5's sample_posterior_predictive appends observed variables to
+        # model.observed_RVs again (``observed_vars += [...]`` on the model's own list)
+        self.likelihoods = list(dict.fromkeys(
             obs for obs in model.observed_RVs
             if isinstance(obs.owner.op, CollapsedLikelihoodRV) and obs.owner.inputs[2] is rv
-        ]
+        ))
         self._check_no_other_dependents(model, rv)
 
         self._ops = [obs.owner.op for obs in self.likelihoods]
