@@ -523,7 +523,7 @@ def sample_posterior_predictive(result, model=None, *, var_name=None, var_names=
 
     ``pm.sample_posterior_predictive`` gives the same law once ``pymc_partitions`` is imported
     (it uses the model's current data, and refuses if ``pm.set_data`` changed them since sampling);
-    this function reads everything from the result and is faster. ``var_names``: the likelihoods
+    this function reads everything from the result, so it also works after ``pm.set_data``. ``var_names``: the likelihoods
     to replicate (default all of the partition's); ``draws``: this many draws per chain, evenly
     spaced; ``random_seed``: an integer or a numpy Generator. Returns a result of the type
     ``pm.sample`` gives (InferenceData or DataTree) with a ``posterior_predictive`` group (and the
