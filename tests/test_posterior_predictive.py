@@ -8,15 +8,14 @@ import numpy as np
 import pymc as pm
 import pymc.sampling.forward as forward
 import pytest
-import xarray as xr
 from scipy import stats
 
 import pymc_partitions as pmp
 from models import COV, COV0, data
 from pymc_partitions.pymc import compat
-from pymc_partitions.pymc.compat import PYMC_MAJOR, new_result, posterior_dataset
+from pymc_partitions.pymc.compat import PYMC_MAJOR, posterior_dataset
 from pymc_partitions.pymc.terms import PartitionTerms
-from test_predictive import Exact
+from test_predictive import Exact, draws_result
 from test_pymc_sampling import add_likelihood
 
 N = 7
@@ -67,12 +66,6 @@ def _model(family):
     return model
 
 
-def _result(draws, **extra):
-    ds = {"z": (("chain", "draw", "z_dim_0"), draws[None])}
-    ds.update({k: (("chain", "draw"), np.asarray(v)[None]) for k, v in extra.items()})
-    return new_result({"posterior": xr.Dataset(ds)})
-
-
 def _pvalue(family, samples, p, laws):
     if family == "bb":
         p_one = float(np.dot(p, laws))
@@ -95,7 +88,7 @@ def prior_drawn(monkeypatch):
 def test_replicates_follow_the_exact_posterior_predictive(family):
     model = _model(family)
     draws, p, laws = _exact_iid_draws(model, family)
-    result = _result(draws)
+    result = draws_result(draws)
     with model:
         pp = pm.sample_posterior_predictive(result, random_seed=1, **QUIET)
     assert _pvalue(family, _item0(pp), p, laws) > 1e-3
@@ -109,7 +102,7 @@ def test_the_former_prior_drawn_replicates_fail_the_test(family, prior_drawn):
     model = _model(family)
     draws, p, laws = _exact_iid_draws(model, family)
     with model:
-        pp = pm.sample_posterior_predictive(_result(draws), random_seed=1, **QUIET)
+        pp = pm.sample_posterior_predictive(draws_result(draws), random_seed=1, **QUIET)
     assert _pvalue(family, _item0(pp), p, laws) < 1e-6
 
 
@@ -137,7 +130,7 @@ def test_random_sigma_replicates_use_each_draws_sigma():
     p /= p.sum()
     pick = np.random.default_rng(3).choice(p.size, size=DRAWS, p=p)
     draws = np.concatenate(blocks)[pick]
-    result = _result(draws, sigma=np.repeat(nodes, len(blocks[0]))[pick])
+    result = draws_result(draws, sigma=np.repeat(nodes, len(blocks[0]))[pick])
     keep = p > 1e-12
     with model:
         pp = pm.sample_posterior_predictive(result, random_seed=4, **QUIET)
@@ -245,7 +238,7 @@ def test_the_guard_is_idempotent():
 def test_extend_and_var_names():
     model = _model("multi")
     draws, _, _ = _exact_iid_draws(model, "diag", size=20)
-    result = _result(draws)
+    result = draws_result(draws)
     out = pmp.sample_posterior_predictive(result, model, var_names="b", random_seed=0, draws=5)
     group = posterior_dataset(out, "posterior_predictive")
     assert list(group.data_vars) == ["b"] and group["b"].dtype == np.int64 and group["b"].shape == (1, 5, N, 3)

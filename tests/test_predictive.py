@@ -100,8 +100,10 @@ def _points(family, rng, count=3):
     return [[y[g]] for g in range(count)], y
 
 
-def _weighted_result(parts, weights=None, **extra):
-    ds = {"z": (("chain", "draw", "z_dim_0"), parts[None])}
+def draws_result(parts, **extra):
+    """A one-chain result whose posterior holds the partitions ``parts`` as draws of "z" (and the
+    per-draw values ``extra`` of other variables)."""
+    ds = {"z": (("chain", "draw", "z_dim_0"), np.asarray(parts)[None])}
     ds.update({k: (("chain", "draw"), np.asarray(v)[None]) for k, v in extra.items()})
     return new_result({"posterior": xr.Dataset(ds)})
 
@@ -115,12 +117,12 @@ def test_predictive_density_with_exact_weights_is_the_enumerated_predictive(fami
     parts, lj = exact.posterior()
     rng = np.random.default_rng(len(family) + 10 * len(prior_name))
     per_point, x = _points(family, rng)
-    got = pmp.predictive_density(_weighted_result(parts), x, model, weights=np.exp(lj - lj.max())[None])
+    got = pmp.predictive_density(draws_result(parts), x, model, weights=np.exp(lj - lj.max())[None])
     want = np.exp([exact.log_predictive(p) for p in per_point])
     np.testing.assert_allclose(got["density"].values, want, rtol=1e-10)
     assert np.all(got["lower"].values <= got["upper"].values)
     if family == "multi":  # one likelihood's points alone: the other's features marginalised
-        got = pmp.predictive_density(_weighted_result(parts), {"y": x["y"]}, model, weights=np.exp(lj - lj.max())[None])
+        got = pmp.predictive_density(draws_result(parts), {"y": x["y"]}, model, weights=np.exp(lj - lj.max())[None])
         want = np.exp([exact.log_predictive([p[0], None]) for p in per_point])
         np.testing.assert_allclose(got["density"].values, want, rtol=1e-10)
 
@@ -180,7 +182,7 @@ def test_random_alpha_and_sigma_take_each_draws_values():
     draws = np.concatenate([parts] * len(nodes))
     a_draws = np.repeat([node[0][0] for node in nodes], len(parts))
     s_draws = np.repeat([node[0][1] for node in nodes], len(parts))
-    result = _weighted_result(draws, alpha=a_draws, sigma=s_draws)
+    result = draws_result(draws, alpha=a_draws, sigma=s_draws)
     x = np.array([-2.0, 0.3, 1.7])
     got = pmp.predictive_density(result, x, model, weights=np.exp(lw - lw.max())[None])
     total = logsumexp(lw)
@@ -191,7 +193,7 @@ def test_random_alpha_and_sigma_take_each_draws_values():
         want.append(np.exp(logsumexp(terms) - total))
     np.testing.assert_allclose(got["density"].values, want, rtol=1e-10)
     # transformed values would be wrong: feeding log(alpha) as alpha changes the answer
-    wrong = pmp.predictive_density(_weighted_result(draws, alpha=np.log(a_draws) + 2.0, sigma=s_draws), x, model,
+    wrong = pmp.predictive_density(draws_result(draws, alpha=np.log(a_draws) + 2.0, sigma=s_draws), x, model,
                                    weights=np.exp(lw - lw.max())[None])
     assert np.abs(wrong["density"].values / want - 1.0).max() > 1e-3
     # join probabilities average the per-draw values over the draws' weights
@@ -234,7 +236,7 @@ def test_cluster_parameters_have_the_conjugate_moments_given_a_partition():
     labels = np.array([0, 0, 1, 1, 1, 2])
     mixed = np.array([0, 1, 1, 1, 1, 1])  # a draw with two clusters: padded with NaN
     draws = np.stack([labels] * 3999 + [mixed])
-    out = pmp.cluster_parameters(_weighted_result(draws), model, random_seed=1)
+    out = pmp.cluster_parameters(draws_result(draws), model, random_seed=1)
     assert out["y_mu"].dims == ("chain", "draw", "cluster", "y_dim") and out["b_theta"].shape == (1, 4000, 3, 3)
     assert np.isnan(out["y_mu"].values[0, -1, 2]).all() and out["cluster_size"].values[0, -1].tolist() == [1, 5, 0]
     mu = out["y_mu"].values[0, :-1]
@@ -257,12 +259,12 @@ def test_cluster_parameters_full_and_niw_dims():
         z = pmp.Partition("z", pmp.CRP(1.0), n=n)
         add_likelihood("niw", z, n)
     draws = np.array([[0, 0, 1, 1, 1, 2], [0, 1, 0, 1, 0, 1]])
-    out = pmp.cluster_parameters(_weighted_result(draws), model, random_seed=0)
+    out = pmp.cluster_parameters(draws_result(draws), model, random_seed=0)
     assert out["y_cov"].dims == ("chain", "draw", "cluster", "y_dim", "y_dim_other")
     cov = out["y_cov"].values[0, 0]
     assert np.all(np.linalg.eigvalsh(cov) > 0) and np.isnan(out["y_cov"].values[0, 1, 2]).all()
     with pm.Model() as full:
         z = pmp.Partition("z", pmp.CRP(1.0), n=n)
         pmp.NormalNormal("y", partition=z, mu0=0.0, cov0=COV0, cov=COV, observed=data(n)[0])
-    again = pmp.cluster_parameters(_weighted_result(draws), full, draws=1, random_seed=np.random.default_rng(0))
+    again = pmp.cluster_parameters(draws_result(draws), full, draws=1, random_seed=np.random.default_rng(0))
     assert again["y_mu"].shape == (1, 1, 3, 2) and list(again.data_vars) == ["cluster_size", "y_mu"]

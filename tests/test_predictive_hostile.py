@@ -11,6 +11,7 @@ import xarray as xr
 
 import pymc_partitions as pmp
 from models import data
+from test_predictive import draws_result
 from pymc_partitions.pymc.compat import new_result
 
 matplotlib.use("Agg")
@@ -20,9 +21,7 @@ N = 6
 
 def _result(draws=None, **extra):
     draws = np.array([[0, 0, 1, 1, 2, 2], [0, 1, 0, 1, 0, 1], [0, 0, 0, 0, 0, 0]]) if draws is None else draws
-    ds = {"z": (("chain", "draw", "z_dim_0"), np.asarray(draws)[None])}
-    ds.update({k: (("chain", "draw"), np.asarray(v)[None]) for k, v in extra.items()})
-    return new_result({"posterior": xr.Dataset(ds)})
+    return draws_result(draws, **extra)
 
 
 @pytest.fixture(scope="module")

@@ -221,7 +221,7 @@ class FullNormal(Family):
         self.whitening = full_normal_whitening(_vector("mu0", mu0, self.dim), _spd("cov0", cov0, self.dim),
                                                _spd("cov", cov, self.dim), self.dim)
         w = self.whitening
-        self.whitened = DiagNormal(w.mu0_2, np.maximum(w.sigma0_2, 1e-300), 1.0, self.dim)
+        self.whitened = DiagNormal(w.mu0_2, w.sigma0_2, 1.0, self.dim)
 
     def _whiten(self, x):
         return np.asarray(x, dtype=np.float64) @ self.whitening.W.T
