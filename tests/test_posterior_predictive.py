@@ -249,3 +249,17 @@ def test_extend_and_var_names():
         add_likelihood("multi", z, N)
         pp = pm.sample_posterior_predictive(result, random_seed=0, **QUIET)
     assert set(posterior_dataset(pp, "posterior_predictive").data_vars) == {"y", "b"}
+
+
+def test_variables_downstream_of_a_likelihood():
+    """A deterministic of the replicated data is recomputed from them; a random variable that
+    depends on a collapsed likelihood cannot be redrawn consistently: refused."""
+    with pm.Model() as model:
+        z = pmp.Partition("z", pmp.CRP(1.0), n=N)
+        y = pmp.NormalNormal("y", partition=z, sigma0=2.0, sigma=1.0, observed=data(N)[0])
+        total = pm.Deterministic("total", y.sum())
+        w = pm.Normal("w", y.sum(), 1.0)
+    fn, _ = forward.compile_forward_sampling_function([total], [z], basic_rvs=model.basic_RVs)
+    assert _has_replicate(fn)
+    with pytest.raises(NotImplementedError, match="depends on the collapsed likelihood"):
+        forward.compile_forward_sampling_function([w], [z], basic_rvs=model.basic_RVs)
