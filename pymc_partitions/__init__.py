@@ -13,7 +13,10 @@ chains have not reached stationarity), :func:`plot_w2_convergence`, :func:`w2_bi
 Partition summaries (:mod:`pymc_partitions.summaries` for the algorithms): :func:`coclustering`,
 :func:`point_estimate` (SALSO), :func:`credible_ball`, :func:`partition_traces`,
 :func:`summarize_clustering` (the ``clustering`` group), and the plots :func:`plot_coclustering`,
-:func:`plot_n_clusters`, :func:`plot_clustering`, :func:`plot_credible_ball`.
+:func:`plot_n_clusters`, :func:`plot_clustering`, :func:`plot_credible_ball`. Predictive:
+:func:`predictive_density` (Rao-Blackwellised, with a band; :func:`plot_predictive_density`),
+:func:`join_probabilities`, :func:`cluster_parameters`, :func:`sample_posterior_predictive` (and
+``pm.sample_posterior_predictive`` itself draws collapsed likelihoods given the observed data).
 """
 
 from . import datasets, partition
@@ -28,7 +31,8 @@ from .diagnostics.convergence import W2ConvergenceWarning
 from .pymc.diagnostics import plot_w2_convergence, w2_bias, w2_convergence
 from .pymc.unbiased import sample_unbiased, summarize_unbiased
 from .pymc.summaries import coclustering, credible_ball, partition_traces, point_estimate, summarize_clustering
-from .pymc.plots import plot_clustering, plot_coclustering, plot_credible_ball, plot_n_clusters
+from .pymc.predictive import cluster_parameters, join_probabilities, predictive_density, sample_posterior_predictive
+from .pymc.plots import plot_clustering, plot_coclustering, plot_credible_ball, plot_n_clusters, plot_predictive_density
 from . import summaries
 
 __version__ = "0.1.0"
@@ -67,6 +71,11 @@ __all__ = [
     "plot_n_clusters",
     "plot_clustering",
     "plot_credible_ball",
+    "predictive_density",
+    "join_probabilities",
+    "cluster_parameters",
+    "sample_posterior_predictive",
+    "plot_predictive_density",
     "summaries",
     "h",
     "datasets",

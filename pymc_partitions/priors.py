@@ -70,6 +70,27 @@ def log_new_weight(code, params, n_other_blocks):
 
 
 @numba.njit(cache=True, error_model="numpy")
+def new_item_log_probabilities(code, params, sizes):
+    """Log probabilities that one more item joins each block of the given (positive) ``sizes``,
+    and, last, that it opens a new block: the weights above, normalised. Pitman-Yor:
+    (|b| - d) / (n + alpha) and (alpha + K d) / (n + alpha); finite Dirichlet: (|b| + alpha) /
+    (n + k alpha) and (k - K) alpha / (n + k alpha) (-inf once K = k)."""
+    n_blocks = sizes.shape[0]
+    out = np.empty(n_blocks + 1)
+    for b in range(n_blocks):
+        out[b] = log_join_weight(code, params, sizes[b])
+    out[n_blocks] = log_new_weight(code, params, n_blocks)
+    top = out.max()
+    total = 0.0
+    for b in range(n_blocks + 1):
+        total += math.exp(out[b] - top)
+    log_total = top + math.log(total)
+    for b in range(n_blocks + 1):
+        out[b] -= log_total
+    return out
+
+
+@numba.njit(cache=True, error_model="numpy")
 def log_eppf_sizes(code, params, sizes):
     """Log EPPF from the vector of (positive) block sizes."""
     alpha = params[0]

@@ -26,6 +26,7 @@ FILES = [
     "test_transport.py",
     "test_counter_uniforms.py",
     "test_colouring.py",
+    "test_predictive_families.py",
 ]
 
 

@@ -8,13 +8,13 @@ so their array outputs get named dimensions in the result. ``PredictiveDensity``
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from .._checks import integer
 from ..families.kernels import DIAG_NORMAL, FamilyPack
-from ..priors import FINITE_DIRICHLET
+from ..families.predictive import DiagNormal
+from ..partition import canonicalize
+from ..predictive import log_predictive_density
 
 __all__ = ["n_clusters", "largest_proportion", "LargestProportions", "CoClustering", "PredictiveDensity"]
 
@@ -88,8 +88,10 @@ class PredictiveDensity:
 
     Given the partition, a new point joins block b with the prior's predictive probability (for
     the CRP (|b| - d)/(n + alpha), a new block (alpha + K d)/(n + alpha)) and then has the
-    family's Normal predictive density given that block (seed 000, App. B.2, eq. 11). Averaging
-    over the posterior of the partition gives the posterior predictive density.
+    family's Normal predictive density given that block (seed 000, App. B.2, eq. 11;
+    :mod:`pymc_partitions.predictive`). Averaging over the posterior of the partition gives the
+    posterior predictive density (``pmp.predictive_density`` does it for any family from
+    ``pm.sample`` draws).
 
     ``grid``: (G,) for one-dimensional data or (G, D). Output dims: ``("grid",)``.
     """
@@ -121,28 +123,13 @@ class PredictiveDensity:
         if log_jac != 0.0:
             raise ValueError("PredictiveDensity supports NormalNormal with diagonal covariances (no cov=/cov0=)")
         bound = PredictiveDensity(self.grid)
-        bound._bound = (pack.data[:, pack.data_off[0]:pack.data_off[0] + dim], mu0, s02, s2,
-                        int(prior_code), np.asarray(prior_params, float))
+        family = DiagNormal(mu0, np.sqrt(s02), np.sqrt(s2), dim)
+        bound._bound = (family, pack.data[:, pack.data_off[0]:pack.data_off[0] + dim], int(prior_code),
+                        np.asarray(prior_params, float))
         return bound
 
     def __call__(self, labels):
         if self._bound is None:
             raise RuntimeError("PredictiveDensity must be bound to a model first (sample_unbiased does it)")
-        y, mu0, s02, s2, code, (alpha, d, k) = self._bound
-        n = len(labels)
-        sizes = np.bincount(labels)
-        n_blocks = len(sizes)
-        sums = np.zeros((n_blocks, y.shape[1]))
-        np.add.at(sums, labels, y)
-        prec = 1.0 / s02 + sizes[:, None] / s2
-        mean = (mu0 / s02 + sums / s2) / prec
-        var = 1.0 / prec + s2
-        if code == FINITE_DIRICHLET:
-            w = np.append(sizes + alpha, (k - n_blocks) * alpha) / (n + k * alpha)
-        else:
-            w = np.append(sizes - d, alpha + d * n_blocks) / (n + alpha)
-        mean = np.vstack([mean, mu0])
-        var = np.vstack([var, s02 + s2])
-        diff = self.grid[:, None, :] - mean[None]
-        log_dens = -0.5 * (np.log(2 * math.pi * var)[None] + diff**2 / var[None]).sum(axis=2)
-        return np.exp(log_dens) @ w
+        family, y, code, params = self._bound
+        return np.exp(log_predictive_density(canonicalize(labels), code, params, [(family, y)], [self.grid]))

@@ -1,2 +1,3 @@
 """Conjugate cluster likelihoods: compiled kernels (``kernels``), PyTensor forms (``symbolic``),
-forward draws (``draws``) and the full-covariance whitening (``transforms``)."""
+forward draws (``draws``), conditional posteriors and predictive densities (``predictive``) and
+the full-covariance whitening (``transforms``)."""

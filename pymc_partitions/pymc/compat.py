@@ -53,11 +53,23 @@ Differences handled here
    (same keyword-only signature in both lines), so labels ``0.5`` silently become ``0``.
    :func:`guard_initvals` wraps that function so that an op with a ``check_initval(rv, value)``
    method sees the value first.
+7. Forward sampling. ``pm.sample_posterior_predictive`` and ``pm.sample_prior_predictive`` both
+   compile their draws with ``pymc.sampling.forward.compile_forward_sampling_function(outputs,
+   vars_in_trace, basic_rvs=..., ...)``, looked up in that module at call time; the posterior
+   predictive passes the trace's variables as ``vars_in_trace``, the prior predictive ``[]``. The
+   other keywords differ: PyMC 5 has ``givens_dict``, ``constant_data`` keyed by *name* (the
+   values of ``pm.Data`` at sampling time, from the result's ``constant_data`` group) and
+   ``constant_coords``; PyMC 6 has ``constant_data`` keyed by *variable*, ``volatile_vars``,
+   ``freeze_vars`` and ``model``. Both return ``(function, basic RVs drawn anew)``. PyMC offers no
+   hook to condition a forward draw on observed data, so :func:`guard_forward_sampling` wraps that
+   function: a collapsed likelihood whose partition comes from the trace is replaced by a draw
+   given the labels *and the observed data*.
 """
 
 from __future__ import annotations
 
 import contextlib
+import inspect
 import json
 import os
 import shutil
@@ -85,6 +97,8 @@ __all__ = [
     "Competence",
     "STEP_METHODS",
     "guard_initvals",
+    "guard_forward_sampling",
+    "forward_sampling_guarded",
     "ChainSetupMixin",
     "setup_chain",
     "get_random_generator",
@@ -193,6 +207,158 @@ def guard_initvals() -> None:
     make_initial_point_expression._pmp_guard = True
     make_initial_point_expression.__wrapped__ = original
     initial_point.make_initial_point_expression = make_initial_point_expression
+
+
+#: Why forward draws of collapsed likelihoods are refused when :func:`guard_forward_sampling` could
+#: not install itself.
+FORWARD_GUARD_MISSING = (
+    f"pymc_partitions could not hook PyMC {pymc.__version__}'s forward sampling "
+    "(pymc.sampling.forward.compile_forward_sampling_function), so it cannot tell a prior predictive draw of a "
+    "collapsed likelihood from a posterior predictive one, which must use the observed data: forward draws are "
+    "refused. For replicated data use pmp.sample_posterior_predictive(result, model)."
+)
+_FORWARD_STATE = {"guarded": False}
+
+
+def forward_sampling_guarded() -> bool:
+    """True once :func:`guard_forward_sampling` has wrapped PyMC's forward-sampling compiler."""
+    return _FORWARD_STATE["guarded"]
+
+
+def guard_forward_sampling() -> bool:
+    """Make ``pm.sample_posterior_predictive`` draw collapsed likelihoods correctly (difference 7).
+
+    Wraps ``pymc.sampling.forward.compile_forward_sampling_function`` (and its re-export in
+    ``pymc.sampling``). In the graph it is asked to compile, every variable ``rv`` whose op has
+    ``posterior_replicate(rv)`` and ``partition_input(rv)`` (the collapsed likelihoods) and whose
+    partition is among ``vars_in_trace`` is replaced by ``op.posterior_replicate(rv)``: cluster
+    parameters drawn from their conditional posterior given the labels and the observed data. Should
+    PyMC decide to draw that partition anew after all (it returns it among the variables it
+    resamples: a trace variable with a resampled ancestor on PyMC 5, ``sample_vars`` on PyMC 6),
+    the function is compiled again without that replacement (a prior predictive draw, which is
+    then right). The prior predictive (``vars_in_trace=[]``) is untouched.
+
+    The observed data and data-valued hyperparameters must be those the posterior was fitted to:
+    a ``pm.Data`` that ``pm.set_data`` changed since sampling, or whose value at sampling time the
+    trace does not record (``constant_data``), is refused with an error naming
+    ``pmp.sample_posterior_predictive``, which reads the data from the result itself.
+
+    Fail-safe: if the function is missing, has other parameters, or ``sample_posterior_predictive``
+    no longer calls it, nothing is wrapped and the collapsed likelihoods refuse every forward draw
+    (:data:`FORWARD_GUARD_MISSING`) rather than give prior-drawn replicates. Idempotent; returns
+    whether the guard is in place.
+    """
+    import pymc.sampling as sampling  # noqa: PLC0415
+    import pymc.sampling.forward as forward  # noqa: PLC0415
+
+    original = getattr(forward, "compile_forward_sampling_function", None)
+    if getattr(original, "_pmp_guard", False):
+        return _FORWARD_STATE["guarded"]
+    try:
+        params = inspect.signature(original).parameters
+        callers = [forward.sample_posterior_predictive.__code__.co_names, forward.sample_prior_predictive.__code__.co_names]
+    except (TypeError, ValueError, AttributeError):
+        return False
+    if list(params)[:2] != ["outputs", "vars_in_trace"] or not all(
+            "compile_forward_sampling_function" in names for names in callers):
+        return False
+    wrapped = _forward_sampling_wrapper(original, inspect.signature(original))
+    forward.compile_forward_sampling_function = wrapped
+    if getattr(sampling, "compile_forward_sampling_function", None) is original:
+        sampling.compile_forward_sampling_function = wrapped
+    _FORWARD_STATE["guarded"] = True
+    return True
+
+
+def _forward_sampling_wrapper(original, signature):
+    def compile_forward_sampling_function(*args, **kwargs):
+        bound = signature.bind(*args, **kwargs)
+        outputs = list(bound.arguments["outputs"])
+        in_trace = set(bound.arguments["vars_in_trace"])
+        given = [rv for rv in _replaceable(outputs) if rv.owner.op.partition_input(rv) in in_trace]
+        if not given:
+            return original(*args, **kwargs)
+        while True:
+            bound.arguments["outputs"] = _replace_downstream(
+                outputs, {rv: rv.owner.op.posterior_replicate(rv) for rv in given})
+            fn, resampled = original(*bound.args, **bound.kwargs)
+            redrawn = [rv for rv in given if rv.owner.op.partition_input(rv) in resampled]
+            if not redrawn:
+                break
+            given = [rv for rv in given if rv not in redrawn]  # partition drawn anew: a prior draw is right
+            if not given:
+                bound.arguments["outputs"] = outputs
+                return original(*bound.args, **bound.kwargs)
+        _check_fitted_data(given, bound.arguments.get("constant_data") or {})
+        return fn, set(resampled) | set(given)
+
+    compile_forward_sampling_function._pmp_guard = True
+    compile_forward_sampling_function.__wrapped__ = original
+    compile_forward_sampling_function.__doc__ = original.__doc__
+    return compile_forward_sampling_function
+
+
+def _replaceable(outputs):
+    """The collapsed likelihoods among the ancestors of ``outputs`` (variables whose op can replace them)."""
+    return [v for v in ancestors(outputs) if v.owner is not None and hasattr(v.owner.op, "posterior_replicate")
+            and hasattr(v.owner.op, "partition_input") and v is v.owner.outputs[1]]
+
+
+def _replace_downstream(outputs, replacements):
+    """``outputs`` with ``replacements`` applied, cloning only the nodes between them (the rest of
+    the graph, trace variables included, keeps its identity)."""
+    from pytensor.graph.traversal import toposort  # noqa: PLC0415
+    from pytensor.tensor.random.op import RandomVariable  # noqa: PLC0415
+
+    memo = dict(replacements)
+    for node in toposort(outputs):
+        if not any(i in memo for i in node.inputs):
+            continue
+        if isinstance(node.op, RandomVariable):
+            raise NotImplementedError(
+                f"a random variable ({node.outputs[1].name or node.op}) depends on the collapsed likelihood(s) "
+                f"{sorted(rv.name for rv in replacements)}: pm.sample_posterior_predictive cannot redraw it. "
+                "Use pmp.sample_posterior_predictive(result, model) for the replicated data.")
+        new = node.clone_with_new_inputs([memo.get(i, i) for i in node.inputs])
+        memo.update(zip(node.outputs, new.outputs))
+    return [memo.get(o, o) for o in outputs]
+
+
+def _check_fitted_data(likelihoods, constant_data):
+    """Refuse when data behind ``likelihoods`` (observed data, data-valued hyperparameters) changed
+    since sampling or their value at sampling time is unknown; ``constant_data`` maps variables
+    (PyMC 6) or names (PyMC 5) to the values the result recorded."""
+    from pytensor.compile.sharedvalue import SharedVariable  # noqa: PLC0415
+    from pytensor.tensor.random.op import RandomVariable  # noqa: PLC0415
+    from pytensor.tensor.random.type import RandomType  # noqa: PLC0415
+
+    for rv in likelihoods:
+        stack, seen = [rv.tag.observations, *rv.owner.inputs[3:]], set()
+        while stack:
+            var = stack.pop()
+            if var in seen:
+                continue
+            seen.add(var)
+            if var.owner is not None:
+                if not isinstance(var.owner.op, RandomVariable):
+                    stack.extend(var.owner.inputs)
+                continue
+            if not isinstance(var, SharedVariable) or isinstance(var.type, RandomType):
+                continue
+            fitted = constant_data.get(var, constant_data.get(var.name)) if var.name else constant_data.get(var)
+            remedy = ("Use pmp.sample_posterior_predictive(result, model), which reads the data the posterior "
+                      "was fitted to from the result")
+            if fitted is None:
+                raise ValueError(
+                    f"pm.sample_posterior_predictive: {rv.name!r} depends on the data {var.name!r}, whose value at "
+                    "sampling time the trace does not record (pass the whole result of pm.sample, with its "
+                    f"constant_data group), so its replicates cannot be drawn given the right data. {remedy}.")
+            if not np.array_equal(np.asarray(fitted), np.asarray(var.get_value(borrow=True))):
+                raise ValueError(
+                    f"pm.sample_posterior_predictive: the data {var.name!r} of {rv.name!r} changed since sampling "
+                    "(pm.set_data). The posterior's labels belong to the data it was fitted to, and replicated "
+                    f"data must be drawn given those. Set the data back, or: {remedy}. For new items use "
+                    "pmp.predictive_density or pmp.join_probabilities.")
 
 
 # ---------------------------------------------------------------------------------------

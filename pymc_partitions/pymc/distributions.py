@@ -7,6 +7,8 @@ random variable has the partition as its first parameter; the step methods find 
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
@@ -16,7 +18,9 @@ from pytensor.graph.basic import Constant, Variable
 from pytensor.tensor.random.op import RandomVariable
 
 from ..families import draws, kernels, symbolic
+from ..families.predictive import BetaBernoulliFamily, DiagNormal, FullNormal, NIWFamily, replicate
 from ..families.transforms import whiten_full_normal
+from . import compat
 from .compat import ancestors
 from ..priors import FINITE_DIRICHLET, PITMAN_YOR, PartitionPrior, sample_sequential, symbolic_log_eppf
 
@@ -231,6 +235,48 @@ class CollapsedLikelihoodRV(RandomVariable):
         """(family code, data, hyper vector) for the compiled kernels, from numeric values."""
         raise NotImplementedError
 
+    def family(self, dim, *hyper):
+        """The :class:`~pymc_partitions.families.predictive.Family` (conditional posteriors, draws,
+        predictive densities) at numeric hyperparameter values, for data of dimension ``dim``."""
+        raise NotImplementedError
+
+    @staticmethod
+    def partition_input(rv):
+        """The partition variable a likelihood ``rv`` depends on."""
+        return rv.owner.inputs[2]
+
+    def posterior_replicate(self, rv):
+        """The variable that replaces the likelihood ``rv`` when its partition is given (posterior
+        predictive sampling): replicated data whose cluster parameters are drawn from their
+        conditional posterior given the labels *and the observed data* (``rv.tag.observations``,
+        which PyMC sets on every observed variable). See :func:`.compat.guard_forward_sampling`."""
+        data = getattr(rv.tag, "observations", None)
+        if data is None:
+            raise ValueError(f"{rv.name!r}: the collapsed likelihood has no observed data, so replicated data "
+                             "cannot be drawn given its partition")
+        cached = _REPLICATES.get(rv)
+        if cached is not None and cached[0] is data and cached[1] == tuple(rv.owner.inputs):
+            return cached[2]
+        rng, size, labels, *hyper = rv.owner.inputs
+        out = _REPLICATE_OPS[type(self)].make_node(rng, size, labels, data, *hyper).outputs[1]
+        out.name = rv.name
+        _REPLICATES[rv] = (data, tuple(rv.owner.inputs), out)
+        return out
+
+
+_REPLICATES = weakref.WeakKeyDictionary()  # likelihood -> (data, its inputs, replacement): one graph per model
+
+
+def _check_forward_draw(op, labels):
+    """Refuse forward draws this package cannot vouch for: batched labels (e.g. from
+    ``pm.vectorize_over_posterior``), or any draw when PyMC's forward sampling could not be
+    hooked (a prior-drawn replicate would then pass for a posterior predictive one)."""
+    if np.ndim(labels) != 1:
+        raise NotImplementedError(f"{op.name}: collapsed likelihoods draw from one label vector at a time, got labels "
+                                  f"of shape {np.shape(labels)}; for replicated data use pmp.sample_posterior_predictive")
+    if not compat.forward_sampling_guarded():
+        raise NotImplementedError(compat.FORWARD_GUARD_MISSING)
+
 
 class NormalNormalRV(CollapsedLikelihoodRV):
     name = "normal_normal"
@@ -240,10 +286,14 @@ class NormalNormalRV(CollapsedLikelihoodRV):
 
     def rng_fn(self, rng, labels, mu0, sigma0, sigma, size=None):
         _no_size(size)
+        _check_forward_draw(self, labels)
         return draws.draw_normal_normal(labels, mu0, sigma0, sigma, rng)
 
     def kernel_part(self, data, mu0, sigma0, sigma):
         return kernels.DIAG_NORMAL, data, kernels.diag_normal_hyper(mu0, sigma0, sigma, data.shape[1])
+
+    def family(self, dim, mu0, sigma0, sigma):
+        return DiagNormal(mu0, sigma0, sigma, dim)
 
 
 class NormalNormalFullRV(CollapsedLikelihoodRV):
@@ -254,7 +304,11 @@ class NormalNormalFullRV(CollapsedLikelihoodRV):
 
     def rng_fn(self, rng, labels, mu0, cov0, cov, size=None):
         _no_size(size)
+        _check_forward_draw(self, labels)
         return draws.draw_normal_normal_full(labels, mu0, cov0, cov, rng)
+
+    def family(self, dim, mu0, cov0, cov):
+        return FullNormal(mu0, cov0, cov, dim)
 
     def kernel_part(self, data, mu0, cov0, cov):
         y2, mu2, sigma0_2, log_jac = whiten_full_normal(data, mu0, cov0, cov)
@@ -270,7 +324,11 @@ class NIWRV(CollapsedLikelihoodRV):
 
     def rng_fn(self, rng, labels, mu0, kappa0, nu0, scale0, size=None):
         _no_size(size)
+        _check_forward_draw(self, labels)
         return draws.draw_niw(labels, mu0, kappa0, nu0, scale0, rng)
+
+    def family(self, dim, mu0, kappa0, nu0, scale0):
+        return NIWFamily(mu0, kappa0, nu0, scale0, dim)
 
     def kernel_part(self, data, mu0, kappa0, nu0, scale0):
         return kernels.NIW, data, kernels.niw_hyper(mu0, kappa0, nu0, scale0, data.shape[1], data.shape[0])
@@ -285,10 +343,53 @@ class BetaBernoulliRV(CollapsedLikelihoodRV):
 
     def rng_fn(self, rng, labels, a, b, size=None):
         _no_size(size)
+        _check_forward_draw(self, labels)
         return draws.draw_beta_bernoulli(labels, a, b, rng).astype(np.int64)
 
     def kernel_part(self, data, a, b):
         return kernels.BETA_BERNOULLI, data, kernels.beta_bernoulli_hyper(a, b, data.shape[1])
+
+    def family(self, dim, a, b):
+        return BetaBernoulliFamily(a, b, dim)
+
+
+class PosteriorReplicateRV(RandomVariable):
+    """Replicated data of a collapsed likelihood given its labels *and its observed data*: each
+    block's parameters drawn from their conditional posterior given the block's data, then the
+    block's data (:func:`~pymc_partitions.families.predictive.replicate`). Parameters: the labels,
+    the observed data, then the likelihood's hyperparameters. Only made by
+    :meth:`CollapsedLikelihoodRV.posterior_replicate`, for ``pm.sample_posterior_predictive``."""
+
+    base: CollapsedLikelihoodRV
+
+    def rng_fn(self, rng, labels, data, *hyper):
+        *hyper, size = hyper
+        _no_size(size)
+        base = self.base
+        if np.ndim(labels) != 1:
+            raise NotImplementedError(f"{self.name}: one label vector at a time, got labels of shape {np.shape(labels)}")
+        labels = check_labels(self.name, labels, np.shape(labels)[0])
+        binary = base.family_code == kernels.BETA_BERNOULLI
+        data = check_data(self.name, data, labels.shape[0], binary=binary)
+        out, _ = replicate(base.family(data.shape[1], *hyper), labels, data, rng)
+        return out.astype(self.dtype)
+
+
+def _replicate_op(base):
+    """The :class:`PosteriorReplicateRV` of a likelihood op: signature with the data after the labels."""
+    inputs, output = base.signature.split("->")
+    labels, rest = inputs.split(",", 1)
+    cls = type(f"{type(base).__name__[:-2]}PosteriorReplicateRV", (PosteriorReplicateRV,), {
+        "name": f"{base.name}_posterior_replicate", "signature": f"{labels},(n,d),{rest}->{output}",
+        "dtype": base.dtype, "base": base, "_print_name": (f"{base._print_name[0]}Replicate",
+                                                           f"{base._print_name[1]}Replicate"),
+        "__module__": __name__,
+    })
+    globals()[cls.__name__] = cls  # importable by name, so that the op pickles
+    return cls()
+
+
+_REPLICATE_OPS = {op: _replicate_op(op()) for op in (NormalNormalRV, NormalNormalFullRV, NIWRV, BetaBernoulliRV)}
 
 
 def _no_size(size):

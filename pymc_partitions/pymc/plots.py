@@ -240,3 +240,112 @@ def plot_credible_ball(data, ball: CredibleBall, *, axes=None, size: float = 12.
         _draw_clustering(a, x, labels, title, size)
     axes[0].figure.suptitle(f"{ball.level:.0%} credible ball ({ball.loss}, radius {ball.radius:.3g}{unit})", y=1.1)
     return axes
+
+
+def _density_grid(data: np.ndarray, grid_size: int) -> np.ndarray:
+    """Points covering the data with a margin: (grid_size,) in 1-d, a grid_size x grid_size mesh in 2-d."""
+    lo, hi = data.min(axis=0), data.max(axis=0)
+    pad = 0.1 * np.where(hi > lo, hi - lo, 1.0)
+    axes = [np.linspace(a, b, grid_size) for a, b in zip(lo - pad, hi + pad)]
+    if data.shape[1] == 1:
+        return axes[0]
+    return np.stack([g.ravel() for g in np.meshgrid(*axes)], axis=1)
+
+
+def plot_predictive_density(result_or_density, *, model=None, var_name=None, x=None, data=None, level: float = 0.9,
+                            draws=None, band: bool = True, grid_size=None, ax=None, figsize=(6.0, 3.8)):
+    """The posterior predictive density with its credible band, over the data.
+
+    1-d data: the density over a grid, the ``level`` band shaded, a histogram of the data. 2-d:
+    contours of the density over the data points; with ``band``, the middle contour level is also
+    drawn for the band's lower and upper densities (dashed), showing how far it moves across the
+    posterior. ``result_or_density`` is a ``pm.sample`` result (its partition must have one
+    likelihood, of dimension 1 or 2; the density is computed by :func:`pmp.predictive_density` at
+    ``x``, default a grid over the data of ``grid_size`` points, 200 in 1-d, 60 x 60 in 2-d), or the
+    Dataset :func:`pmp.predictive_density` returned. ``data``: points to show (default the data
+    the posterior was fitted to, for a result). Returns the axes.
+
+    Examples
+    --------
+    >>> import numpy as np, pymc as pm, pymc_partitions as pmp, xarray as xr
+    >>> from pymc_partitions.pymc.compat import new_result
+    >>> with pm.Model() as model:
+    ...     z = pmp.Partition("z", pmp.CRP(1.0), n=4)
+    ...     y = pmp.NormalNormal("y", partition=z, mu0=0.0, sigma0=3.0, sigma=1.0, observed=[-2.0, -2.1, 2.0, 2.2])
+    >>> result = new_result({"posterior": xr.Dataset({"z": (("chain", "draw", "item"), [[[0, 0, 1, 1], [0, 0, 1, 2]]])})})
+    >>> ax = pmp.plot_predictive_density(result, model=model)
+    >>> ax.get_title()
+    'Posterior predictive density'
+    """
+    import xarray as xr  # noqa: PLC0415
+
+    from .._checks import integer, real  # noqa: PLC0415
+    from .predictive import _density, _read_result  # noqa: PLC0415
+
+    owner = "plot_predictive_density"
+    band = boolean("band", band, owner=owner)
+    level = real("level", level, low=0.0, high=1.0, low_open=True, high_open=True, owner=owner)
+    if isinstance(result_or_density, xr.Dataset):
+        ds = result_or_density
+        if model is not None or var_name is not None or x is not None or draws is not None:
+            raise ValueError(f"{owner}: model, var_name, x and draws apply to pm.sample results, not to a density "
+                             "Dataset (it holds its points)")
+        if not {"density", "lower", "upper"} <= set(ds.data_vars):
+            raise ValueError(f"{owner}: the Dataset must be what pmp.predictive_density returns (density, lower, upper)")
+        keys = [c for c in ds.coords if c == "x" or c.startswith("x_")]
+        if len(keys) != 1:
+            raise ValueError(f"{owner}: plot the density of one likelihood's points (found coordinates {keys})")
+        pts = np.asarray(ds[keys[0]].values, dtype=float)
+        pts = pts[:, None] if pts.ndim == 1 else pts
+        fitted_data = None
+    else:
+        if not _is_result(result_or_density):
+            raise TypeError(f"{owner}: expected a pm.sample result or the Dataset of pmp.predictive_density, got "
+                            f"{type(result_or_density).__name__}")
+        read = _read_result(result_or_density, model, var_name, owner, draws)
+        fitted = read[0]
+        if len(fitted.names) != 1:
+            raise ValueError(f"{owner}: the partition has several likelihoods {fitted.names}: compute the density with "
+                             "pmp.predictive_density(result, {name: points}) and plot that Dataset")
+        if fitted.ops[0].family_code == 2 or fitted.dims[0] > 2:
+            raise ValueError(f"{owner}: densities are drawn for 1-d or 2-d continuous data, not for "
+                             f"{fitted.names[0]!r} (D={fitted.dims[0]}{', binary' if fitted.ops[0].family_code == 2 else ''})")
+        fitted_data = fitted.data[0]
+        if x is None:
+            size = integer("grid_size", 200 if fitted_data.shape[1] == 1 else 60, low=2, owner=owner) \
+                if grid_size is None else integer("grid_size", grid_size, low=2, owner=owner)
+            x = _density_grid(fitted_data, size)
+        ds = _density(read, x, level, None, 1 << 30, owner)
+        pts = np.asarray(ds["x"].values, dtype=float)
+        pts = pts[:, None] if pts.ndim == 1 else pts
+    shown = fitted_data if data is None else _data(data, np.shape(data)[0], owner)
+    if pts.shape[1] not in (1, 2) or (shown is not None and shown.shape[1] != pts.shape[1]):
+        raise ValueError(f"{owner}: points and data must both be 1-d or both 2-d, got {pts.shape[1]}-d points"
+                         + ("" if shown is None else f" and {shown.shape[1]}-d data"))
+    ax = _axes(ax, figsize)
+    dens, lower, upper = (np.asarray(ds[v].values) for v in ("density", "lower", "upper"))
+    level_shown = ds.attrs.get("level", level)
+    if pts.shape[1] == 1:
+        order = np.argsort(pts[:, 0])
+        grid = pts[order, 0]
+        if shown is not None:
+            ax.hist(shown[:, 0], bins="auto", density=True, color="0.8", edgecolor="0.6", label="data")
+        if band:
+            ax.fill_between(grid, lower[order], upper[order], color="C0", alpha=0.3, lw=0,
+                            label=f"{level_shown:.0%} band")
+        ax.plot(grid, dens[order], color="C0", lw=1.8, label="predictive density")
+        ax.set(xlabel="x", ylabel="density")
+        ax.legend(frameon=False)
+    else:
+        if shown is not None:
+            ax.scatter(shown[:, 0], shown[:, 1], s=8, color="0.35", edgecolor="none", zorder=3)
+        top = float(dens.max())
+        levels = top * np.array([0.05, 0.15, 0.3, 0.5, 0.7, 0.9])
+        ax.tricontour(pts[:, 0], pts[:, 1], dens, levels=levels, cmap="viridis", linewidths=1.2)
+        if band:
+            middle = [levels[3]]
+            ax.tricontour(pts[:, 0], pts[:, 1], lower, levels=middle, colors="C3", linestyles="dashed", linewidths=0.9)
+            ax.tricontour(pts[:, 0], pts[:, 1], upper, levels=middle, colors="C3", linestyles="dashed", linewidths=0.9)
+        ax.set(xlabel="x[:, 0]", ylabel="x[:, 1]")
+    ax.set_title("Posterior predictive density")
+    return ax

@@ -19,7 +19,7 @@ from ..samplers.gibbs import gibbs_sweeps
 from ..samplers.jain_neal import JainNealKernel
 from ..samplers.pgsm import PGSMKernel
 from ..samplers.sams import SAMSKernel
-from .compat import STEP_METHODS, BlockedStep, ChainSetupMixin, Competence, ancestors, guard_initvals
+from .compat import STEP_METHODS, BlockedStep, ChainSetupMixin, Competence, ancestors, guard_forward_sampling, guard_initvals
 from .distributions import constant_value, is_partition
 from .terms import PartitionTerms, _resolve_rv
 
@@ -548,8 +548,11 @@ class PriorSlice(ChainSetupMixin, BlockedStep):
 
 
 def register():
-    """Let ``pm.sample`` assign :class:`CollapsedGibbs` to Partition variables automatically, and
-    check Partition starting values before PyMC casts them (:func:`~.compat.guard_initvals`)."""
+    """Let ``pm.sample`` assign :class:`CollapsedGibbs` to Partition variables automatically,
+    check Partition starting values before PyMC casts them (:func:`~.compat.guard_initvals`), and
+    make ``pm.sample_posterior_predictive`` draw collapsed likelihoods given the observed data
+    (:func:`~.compat.guard_forward_sampling`)."""
     if CollapsedGibbs not in STEP_METHODS:
         STEP_METHODS.append(CollapsedGibbs)
     guard_initvals()
+    guard_forward_sampling()

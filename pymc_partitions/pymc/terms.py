@@ -87,16 +87,20 @@ class PartitionTerms:
         self.k = int(constant_value(k))
         self.prior_code = FINITE_DIRICHLET if self.k > 0 else PITMAN_YOR
 
-        self.likelihoods = [
+        # dict.fromkeys: PyMC 5's sample_posterior_predictive appends observed variables to
+        # model.observed_RVs again (``observed_vars += [...]`` on the model's own list)
+        self.likelihoods = list(dict.fromkeys(
             obs for obs in model.observed_RVs
             if isinstance(obs.owner.op, CollapsedLikelihoodRV) and obs.owner.inputs[2] is rv
-        ]
+        ))
         self._check_no_other_dependents(model, rv)
 
         self._ops = [obs.owner.op for obs in self.likelihoods]
         self._data = [ObservedData(model, obs, self.n) for obs in self.likelihoods]
         hyper = [alpha, discount] + [p for obs in self.likelihoods for p in obs.owner.inputs[3:]]
         self._n_hyper = [len(obs.owner.inputs) - 3 for obs in self.likelihoods]
+        #: (alpha, discount, each likelihood's hyperparameters...) as model variables
+        self.hyper_variables = hyper
         values = [constant_value(h) for h in hyper]
         if all(v is not None for v in values):
             self._hyper_fn = None
@@ -125,6 +129,15 @@ class PartitionTerms:
             return self._fixed
         return [np.asarray(v) for v in self._hyper_fn(point)]
 
+    def split_hyper(self, values):
+        """(alpha, discount, [each likelihood's hyperparameter values]) from the values of
+        :attr:`hyper_variables`, in order."""
+        out, at = [], 2
+        for m in self._n_hyper:
+            out.append(values[at : at + m])
+            at += m
+        return values[0], values[1], out
+
     def kernel_inputs(self, point):
         """(prior params [alpha, discount, k], FamilyPack) at ``point``."""
         values = self.hyper_values(point)
@@ -133,10 +146,8 @@ class PartitionTerms:
         key = tuple(np.asarray(v).tobytes() for v in values[2:])
         data = [obs.current() for obs in self._data]
         if key != self._cache_key or any(changed for _, changed in data):
-            parts, at = [], 2
-            for op, (value, _), m in zip(self._ops, data, self._n_hyper):
-                parts.append(op.kernel_part(value, *values[at : at + m]))
-                at += m
+            parts = [op.kernel_part(value, *hyper)
+                     for op, (value, _), hyper in zip(self._ops, data, self.split_hyper(values)[2])]
             self._cache = FamilyPack.build(parts, n=self.n, names=[obs.name for obs in self.likelihoods])
             self._cache_key = key
         return prior_params, self._cache
