@@ -2,8 +2,8 @@
 """ARM against Gibbs, Jain-Neal split-merge, SAMS and PGSM (seed 004 Table 2, reduced), and the
 cost of one ARM move in Gibbs sweeps.
 
-    PYTHONPATH=. python benchmarks/bench_arm.py            # full run (about 10 minutes on 2 cores)
-    PYTHONPATH=. python benchmarks/bench_arm.py --quick    # one data set per d, 1000 iterations (~1.5 min)
+    PYTHONPATH=. python benchmarks/bench_arm.py            # full run (about 8 CPU minutes; 16 min wall when loaded)
+    PYTHONPATH=. python benchmarks/bench_arm.py --quick    # one data set per d, 1000 iterations (~30 s CPU)
 
 Prints markdown tables; never fails (benchmarks measure, tests assert). Everything runs in one
 process after numba warm-up calls, kernels called directly (``pymc_partitions.samplers``), CPU
