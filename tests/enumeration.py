@@ -85,3 +85,25 @@ def check_against(parts, exact, samples, traces, wrong=None, factor=2.0, z_max=4
         tv_wrong = total_variation(freq, wrong)
         assert tv_wrong > tol, f"test has no power: TV to the wrong posterior {tv_wrong:.4f} < {tol:.4f}"
     return tv, tol
+
+
+def chi_square_pvalue(counts, p, min_expected=5.0):
+    """p-value of the chi-square test of ``counts`` (one per outcome) against the probabilities ``p``.
+    Outcomes expected fewer than ``min_expected`` times are pooled into one cell; if that cell is
+    still below ``min_expected`` it joins the smallest of the others. Needs two cells at least."""
+    from scipy import stats
+
+    counts, p = np.asarray(counts, float), np.asarray(p, float)
+    expected = p * counts.sum()
+    big = expected >= min_expected
+    obs, exp = list(counts[big]), list(expected[big])
+    pooled_obs, pooled_exp = counts[~big].sum(), expected[~big].sum()
+    if pooled_exp >= min_expected or not obs:
+        obs.append(pooled_obs)
+        exp.append(pooled_exp)
+    else:
+        q = int(np.argmin(exp))
+        obs[q] += pooled_obs
+        exp[q] += pooled_exp
+    assert len(obs) >= 2, "one outcome only: nothing to test"
+    return float(stats.chisquare(obs, np.array(exp) * sum(obs) / sum(exp)).pvalue)

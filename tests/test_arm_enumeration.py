@@ -1,5 +1,6 @@
 """The ARM kernel (seed 004, Algorithm 3) with fixed references, by enumeration at n = 5-7, for every
-prior and the Beta-Bernoulli, Normal and Normal-inverse-Wishart families:
+prior x the Beta-Bernoulli, Normal and Normal-inverse-Wishart families (every check on all nine
+pairs; sum-to-one and the sampled proposals at n = 5, 6 and 7, detailed balance at every n):
 
 * the forced-path probabilities of all proposals from a state sum to one (each proposal has one
   path, and the forced path finds it);
@@ -19,7 +20,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from enumeration import check_against, exact_posterior
+from enumeration import check_against, chi_square_pvalue, exact_posterior
 from models import PRIORS, pack
 from pymc_partitions.partition import canonicalize, enumerate_partitions
 from pymc_partitions.samplers import arm
@@ -107,14 +108,58 @@ def test_detailed_balance_and_the_reported_log_ratio(prior_name, family, n):
     assert checked > 100
 
 
-@pytest.mark.parametrize("prior_name,family,n", [("crp", "bb", 6), ("pitman_yor", "diag", 6),
-                                                 ("finite_dirichlet", "niw", 5)])
+@pytest.mark.parametrize("prior_name,family", [(p, f) for p in PRIORS for f in ("bb", "diag", "niw")])
+def test_detailed_balance_at_n7(prior_name, family):
+    """The same checks at n = 7 (877 partitions) from 30 random starts to every partition, the way
+    back computed for the pairs checked."""
+    n = 7
+    prior = PRIORS[prior_name]
+    fam = pack(family, n)
+    args = (fam, prior.code, prior.kernel_params())
+    parts = enumerate_partitions(n)
+    rng = np.random.default_rng(20 + len(prior_name) + len(family))
+    exact_lp = np.array([log_joint(p, *args) for p in parts])
+    checked = 0
+    for _ in range(2):
+        phi = random_phi(parts, rng)
+        refs, pair, order_seed = phi
+        rows = rng.choice(len(parts), 30, replace=False)
+        lt, lp = matrix(parts[rows], parts, fam, prior, phi)
+        assert np.abs(np.exp(lt).sum(axis=1) - 1.0).max() < 1e-12
+        finite = np.isfinite(exact_lp[rows])
+        np.testing.assert_allclose(lp[finite], exact_lp[rows][finite], rtol=1e-11, atol=1e-11)
+        assert np.array_equal(np.isfinite(lp), finite)
+        reachable = np.argwhere(lt > -np.inf)
+        reachable = reachable[np.isfinite(exact_lp[rows[reachable[:, 0]]]) & np.isfinite(exact_lp[reachable[:, 1]])]
+        for r, b in reachable[rng.choice(len(reachable), min(60, len(reachable)), replace=False)]:
+            a = rows[r]
+            seed = int(rng.integers(2**63))
+            back_t = arm_log_proposal(parts[b], parts[a], *args, refs, pair, 0, order_seed=order_seed)
+            _, fwd = arm_move(parts[a], *args, refs, pair, seed, propose=parts[b], order_seed=order_seed)
+            want = exact_lp[b] - exact_lp[a] + back_t - lt[r, b]
+            assert fwd["log_forward"] == lt[r, b] and fwd["log_reverse"] == back_t
+            if back_t == -np.inf:
+                assert fwd["log_ratio"] == -np.inf
+                continue
+            assert fwd["log_ratio"] == pytest.approx(want, abs=1e-10)
+            _, back = arm_move(parts[b], *args, refs, pair, seed, propose=parts[a], order_seed=order_seed)
+            flow_ab = math.exp(exact_lp[a] + lt[r, b] + min(0.0, fwd["log_ratio"]))
+            flow_ba = math.exp(exact_lp[b] + back_t + min(0.0, back["log_ratio"]))
+            assert abs(flow_ab - flow_ba) <= 1e-12 * max(flow_ab, flow_ba)
+            checked += 1
+    assert checked > 40
+
+
+@pytest.mark.parametrize("prior_name,family,n", [(p, f, 5 + (i + 2 * j + 1) % 3) for i, p in enumerate(PRIORS)
+                                                 for j, f in enumerate(["bb", "diag", "niw"])])
 def test_sampled_proposals_follow_the_forced_probabilities(prior_name, family, n):
     """The sampler draws the choices with uniforms; the forced path recomputes them from the target:
-    separate code, which must agree (chi-square over 12000 proposals of one state and phi)."""
+    separate code, which must agree (chi-square over 12000 proposals of one state and phi), and the
+    log T the sampler reports with each proposal is the forced one."""
     prior = PRIORS[prior_name]
     fam = pack(family, n)
     parts = enumerate_partitions(n)
+    lp = np.array([log_joint(p, fam, prior.code, prior.kernel_params()) for p in parts])
     rng = np.random.default_rng(3)
     for _ in range(2):
         phi = random_phi(parts, rng)
@@ -124,17 +169,21 @@ def test_sampled_proposals_follow_the_forced_probabilities(prior_name, family, n
         p = np.exp(lt[0])
         index = {tuple(y): b for b, y in enumerate(parts)}
         counts = np.zeros(len(parts))
+        a = index[tuple(x)]
         for _ in range(12000):
             _, info = arm_move(x, fam, prior.code, prior.kernel_params(), refs, pair, int(rng.integers(2**63)),
                                order_seed=order_seed)
-            counts[index[tuple(info["proposal"])]] += 1
+            b = index[tuple(info["proposal"])]
+            counts[b] += 1
+            assert info["log_forward"] == pytest.approx(lt[0, b], abs=1e-12)
+            if counts[b] == 1 and np.isfinite(lp[a]):  # each proposal's reported ratio once, against enumeration
+                back = arm_log_proposal(parts[b], x, fam, prior.code, prior.kernel_params(), refs, pair, 0,
+                                        order_seed=order_seed)
+                want = lp[b] - lp[a] + back - lt[0, b]
+                assert info["log_ratio"] == pytest.approx(want, abs=1e-10) if np.isfinite(want) else (
+                    info["log_ratio"] == want)
         assert counts[p == 0].sum() == 0
-        big = p * counts.sum() >= 5  # pool the small cells
-        observed = np.r_[counts[big], counts[~big].sum()]
-        expected = np.r_[p[big], p[~big].sum()] * counts.sum()
-        keep = expected > 0
-        stat, pvalue = stats.chisquare(observed[keep], expected[keep])
-        assert pvalue > 1e-3, (stat, pvalue, keep.sum())
+        assert chi_square_pvalue(counts, p) > 1e-3
 
 
 def chain(fam, prior, pool, n_draws, arm_moves, seed):

@@ -1,15 +1,16 @@
-"""Jain-Neal restricted-Gibbs split-merge (seed 004 Algorithm 1) by enumeration (n = 5-7): with a
-fixed launch the final scan's probabilities sum to one, the reported log ratio is the enumerated
-one and detailed balance holds to 1e-12, sampled splits follow the forced probabilities; chains
-alone and with Gibbs have the exact posterior, and miss it when the ratio is broken."""
+"""Jain-Neal restricted-Gibbs split-merge (seed 004 Algorithm 1) by enumeration (n = 5-7), every
+prior x the Beta-Bernoulli, Normal and Normal-inverse-Wishart families: with a fixed launch the
+final scan's probabilities sum to one, the reported log ratio is the enumerated one and detailed
+balance holds to 1e-12 (all partitions at n = 5, 30 random starts at n = 6 and 7); sampled splits
+follow the forced probabilities (chi-square) and report them; chains alone and with Gibbs have the
+exact posterior, and miss it when the ratio is broken."""
 
 import math
 
 import numpy as np
 import pytest
-from scipy import stats
 
-from enumeration import check_against
+from enumeration import check_against, chi_square_pvalue
 from models import PRIORS, pack
 from pymc_partitions.partition import canonicalize, enumerate_partitions
 from pymc_partitions.samplers import jain_neal
@@ -45,25 +46,76 @@ def test_fixed_launch_detailed_balance(prior_name, family):
             assert abs(flow_ab - flow_ba) <= 1e-12 * max(flow_ab, flow_ba)
 
 
-def test_sampled_splits_follow_the_final_scan():
-    n = 7
-    prior = PRIORS["pitman_yor"]
-    fam = pack("bb", n)
+@pytest.mark.parametrize("prior_name,family,n", [(p, f, 6 + (i + j) % 2) for i, p in enumerate(PRIORS)
+                                                 for j, f in enumerate(["bb", "diag", "niw"])])
+def test_fixed_launch_detailed_balance_from_random_starts(prior_name, family, n):
+    """The same at n = 6 and 7, from 30 random starts (split and merge launches) to every partition."""
+    prior = PRIORS[prior_name]
+    fam = pack(family, n)
     args = (fam, prior.code, prior.kernel_params())
     parts = enumerate_partitions(n)
+    lp = np.array([log_joint(p, *args) for p in parts])
+    rng = np.random.default_rng(7 + n)
+    checked = 0
+    for _ in range(2):
+        pair = tuple(int(v) for v in rng.choice(n, 2, replace=False))
+        launch, seed = int(rng.integers(2**63)), int(rng.integers(2**63))
+        scans = int(rng.integers(0, 4))
+        starts = rng.choice(len(parts), 30, replace=False)
+        for a in starts:
+            lt = np.array([jain_neal_log_proposal(parts[a], y, *args, (pair, seed), scans, launch_seed=launch)
+                           for y in parts])
+            assert abs(np.exp(lt).sum() - 1.0) < 1e-12
+            for b in np.flatnonzero(lt > -np.inf):
+                if b == a or not (np.isfinite(lp[a]) and np.isfinite(lp[b])):
+                    continue
+                back_t = jain_neal_log_proposal(parts[b], parts[a], *args, (pair, seed), scans, launch_seed=launch)
+                _, fwd = jain_neal_move(parts[a], *args, (pair, seed), scans, launch_seed=launch, propose=parts[b])
+                _, back = jain_neal_move(parts[b], *args, (pair, seed), scans, launch_seed=launch, propose=parts[a])
+                assert fwd["log_ratio"] == pytest.approx(lp[b] - lp[a] + back_t - lt[b], abs=1e-10)
+                flow_ab = math.exp(lp[a] + lt[b] + min(0.0, fwd["log_ratio"]))
+                flow_ba = math.exp(lp[b] + back_t + min(0.0, back["log_ratio"]))
+                assert abs(flow_ab - flow_ba) <= 1e-12 * max(flow_ab, flow_ba)
+                checked += 1
+    assert checked > 20
+
+
+@pytest.mark.parametrize("prior_name,family,n", [(p, f, 5 + (i + 2 * j + 2) % 3) for i, p in enumerate(PRIORS)
+                                                 for j, f in enumerate(["bb", "diag", "niw"])])
+def test_sampled_splits_follow_the_final_scan(prior_name, family, n):
+    """Splits drawn by the sampler against the forced final scan (chi-square, 8000 proposals of one
+    state and launch); each reports the forced log T, and its ratio is the enumerated one."""
+    prior = PRIORS[prior_name]
+    fam = pack(family, n)
+    args = (fam, prior.code, prior.kernel_params())
+    parts = enumerate_partitions(n)
+    lp = np.array([log_joint(p, *args) for p in parts])
     rng = np.random.default_rng(2)
-    x = np.zeros(n, np.int64)
-    pair, launch = (1, 4), 99
-    p = np.exp([jain_neal_log_proposal(x, y, *args, (pair, 0), 5, launch_seed=launch) for y in parts])
     index = {tuple(y): b for b, y in enumerate(parts)}
-    counts = np.zeros(len(parts))
-    for _ in range(10000):
-        _, info = jain_neal_move(x, *args, (pair, int(rng.integers(2**63))), 5, launch_seed=launch)
-        assert info["move"] == "split"
-        counts[index[tuple(info["proposal"])]] += 1
-    big = p * counts.sum() >= 5
-    _, pvalue = stats.chisquare(np.r_[counts[big], counts[~big].sum()], np.r_[p[big], p[~big].sum()] * counts.sum())
-    assert pvalue > 1e-3
+    big_block = parts[[np.bincount(y).max() >= 4 for y in parts]]  # a split of a block of 4 or more
+    for _ in range(2):
+        for _ in range(100):  # a state, pair and launch whose split is not nearly certain (a test with power)
+            x = big_block[rng.integers(len(big_block))]
+            i, j = rng.choice(np.flatnonzero(x == np.bincount(x).argmax()), 2, replace=False)
+            launch = int(rng.integers(2**63))
+            lt = np.array([jain_neal_log_proposal(x, y, *args, ((int(i), int(j)), 0), 5, launch_seed=launch)
+                           for y in parts])
+            p = np.exp(lt)
+            if p.max() < 0.9:
+                break
+        counts = np.zeros(len(parts))
+        for _ in range(8000):
+            _, info = jain_neal_move(x, *args, ((int(i), int(j)), int(rng.integers(2**63))), 5, launch_seed=launch)
+            assert info["move"] == "split"
+            b = index[tuple(info["proposal"])]
+            counts[b] += 1
+            assert info["log_final_scan"] == pytest.approx(lt[b], abs=1e-12)
+            if counts[b] == 1 and np.isfinite(lp[index[tuple(x)]]):
+                want = lp[b] - lp[index[tuple(x)]] - lt[b]  # the merge back is certain
+                assert info["log_ratio"] == pytest.approx(want, abs=1e-10) if np.isfinite(want) else (
+                    info["log_ratio"] == want)
+        assert counts[p == 0].sum() == 0
+        assert chi_square_pvalue(counts, p) > 1e-3
 
 
 CHAINS = [(p, f, 6 + (i + j) % 2) for i, p in enumerate(PRIORS) for j, f in enumerate(["diag", "bb"])]

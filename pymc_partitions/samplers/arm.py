@@ -21,6 +21,10 @@ phi, and phi must not depend on ``z`` (see "Exactness across chains" below).
    of the *forced* path of the same procedure from z* back to z with the same phi (each target has
    at most one path, Sec. 2.3), and the move is accepted with the MH ratio (eq. 8).
 
+ARM alone is not ergodic: a move needs two references that disagree (with equal references it
+cannot move at all), so chains that agree freeze. Interleave it with Gibbs sweeps, as seed 004
+does (one move, then one sweep).
+
 The forced path. Once made, the choice of a unit (an earmark, an item) never changes again, and
 it leaves a *permanent* member in the chosen block (i or j; an earmark; an item already placed;
 for a block of z outside U, an original member that stays: eq. 17 keeps one whenever another unit

@@ -1,0 +1,421 @@
+#!/usr/bin/env python
+"""ARM against Gibbs, Jain-Neal split-merge, SAMS and PGSM (seed 004 Table 2, reduced), and the
+cost of one ARM move in Gibbs sweeps.
+
+    PYTHONPATH=. python benchmarks/bench_arm.py            # full run (about 8 CPU minutes; 16 min wall when loaded)
+    PYTHONPATH=. python benchmarks/bench_arm.py --quick    # one data set per d, 1000 iterations (~30 s CPU)
+
+Prints markdown tables; never fails (benchmarks measure, tests assert). Everything runs in one
+process after numba warm-up calls, kernels called directly (``pymc_partitions.samplers``), CPU
+time from ``time.process_time`` around the sampler calls only (recording the traces is not
+charged). Prior CRP(1) and Beta(1, 1) throughout (seed 004: alpha = beta0+ = beta0- = 1).
+
+1. **Mixing per unit of CPU** (seed 004 Sec. 3.1, Table 2). Jain & Neal's Bernoulli data:
+   n = 100 items in 5 planted blocks of 20, d = 6, 8 or 10 binary features with the
+   probabilities of seed 004 Table 1 (for d > 6 its last column repeated). For each data set:
+   S = 8 chains start from one block and run 50 Gibbs sweeps (the shared initialisation, as in
+   the paper); from those states every method runs T iterations, one iteration = one move
+   (none for Gibbs) + one Gibbs sweep:
+
+   * Gibbs: a collapsed Gibbs sweep only;
+   * SM: Jain-Neal restricted-Gibbs split-merge, L = 5 intermediate scans (seed 004's setting);
+   * SAMS (Dahl 2003) and PGSM (20 particles, two uniform anchors, annealed): the package's
+     other split-merge kernels;
+   * ARM, exact alternating scheme (``samplers.arm.alternating_roles``, what ``pmp.ARM``'s default
+     mode does): at iteration t the even or the odd chains are active; each active chain draws two
+     different passive chains (its own generator, as the step does) and uses their current states
+     as references; passive chains make no ARM move. "ARM" makes 1 move per active iteration
+     (``pmp.ARM(moves=1)``: a move every other iteration), "ARM x2" 2 (``moves=2``: one move per
+     iteration on average, the paper's budget). Seed 004's own scheme (references from a window
+     of past states, the chain's current state included) is biased at finite t and not run.
+
+   Recorded after every iteration: the largest block's share of the items (the first element of
+   seed 004's trace plot) and the co-clustering indicators of 15 items (3 drawn from each planted
+   block: 105 pairs). Integrated autocorrelation time (IACT) per chain by Sokal's adaptive window
+   (tau = 1 + 2 sum_{t <= M} rho(t), M the smallest lag with M >= 5 tau(M); rho from the FFT of
+   the whole trace): of the share, and the largest over the pairs whose indicator is not constant
+   in that chain (seed 004: "the average of the maximum"). Reported: mean ± sd over chains x data
+   sets. Cost: CPU seconds per iteration, and the paper's "normalised iterations", T x (CPU of the
+   whole run) / (CPU of its Gibbs sweeps). "IACT x cost" = IACT x CPU per iteration: CPU seconds
+   per effective sample, given as a ratio to Gibbs's (< 1: better than Gibbs).
+2. **Cost of one ARM move** in Gibbs sweeps of the same model, n = 100 and n = 1000 (the same
+   generator, blocks of n/5; n = 10 for the fixed cost of a call), d = 6 (and 10 in the full
+   run): median (and mean) CPU per call over the moves of an
+   alternating ARM population of 8 chains (a) right after the 50-sweep initialisation and (b)
+   after a burn-in of ARM + Gibbs iterations, and the other kernels' moves at (b).
+3. **Networks** (seed 004 Sec. 3.2-3.6: karate, planted partitions, Tables 3-5, Fig. 6a): pending,
+   until the Beta-Bernoulli network family (``pmp.BetaBernoulliNetwork``) lands; the section
+   reports whether it is importable. The drivers above take any ``FamilyPack``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import time
+
+import numba
+import numpy as np
+
+import pymc_partitions as pmp
+from pymc_partitions._numeric import draw_seed
+from pymc_partitions.families import kernels
+from pymc_partitions.families.kernels import FamilyPack
+from pymc_partitions.priors import CRP
+from pymc_partitions.samplers.arm import ARMKernel, alternating_roles
+from pymc_partitions.samplers.gibbs import GibbsKernel
+from pymc_partitions.samplers.jain_neal import JainNealKernel
+from pymc_partitions.samplers.pgsm import PGSMKernel
+from pymc_partitions.samplers.sams import SAMSKernel
+
+PRIOR = CRP(1.0)
+S = 8  # chains per data set (seed 004)
+INIT_SWEEPS = 50  # seed 004 Sec. 3: 50 Gibbs iterations before any method starts
+PER_BLOCK = 3  # items drawn per planted block for the co-clustering indicators
+# seed 004 Table 1: p(A_ij = 1 | z_j = k), k = 1..5, features 1..6
+TABLE1 = np.array([[.95, .95, .95, .95, .95, .95],
+                   [.05, .05, .05, .05, .95, .95],
+                   [.95, .05, .05, .95, .95, .95],
+                   [.05, .05, .05, .05, .05, .05],
+                   [.95, .95, .95, .95, .05, .05]])
+# seed 004 Table 2 (20 data sets, S = 8, T = 2000): IACT of the trace and of the indicators, and
+# normalised iterations, as "mean(spread)" with the spread in units of the last digit
+PAPER = {6: {"Gibbs": ("116.5(939)", "91.6(889)", "2000"), "SM": ("27.8(122)", "23.2(103)", "6741(468)"),
+             "ARM": ("14.9(77)", "13.6(71)", "6712(47)")},
+         8: {"Gibbs": ("165.4(1656)", "131.3(1359)", "2000"), "SM": ("27.9(149)", "26.4(149)", "6855(482)"),
+             "ARM": ("8.5(50)", "9.2(49)", "6731(59)")},
+         10: {"Gibbs": ("88.9(1374)", "99.3(1327)", "2000"), "SM": ("19.3(171)", "30.4(254)", "7503(185)"),
+              "ARM": ("10.8(125)", "14.7(140)", "6705(44)")}}
+METHODS = ["Gibbs", "SM", "SAMS", "PGSM", "ARM", "ARM x2"]
+PAPER_NAME = {"Gibbs": "Gibbs", "SM": "SM", "ARM x2": "ARM"}  # the paper's rows (one move per iteration)
+
+SETTINGS = {
+    "full": dict(d=(6, 8, 10), datasets=8, T=2000, speed_n=(10, 100, 1000), speed_d=(6, 10), speed_burn=200,
+                 speed_rounds=60),
+    "quick": dict(d=(6, 8, 10), datasets=1, T=1000, speed_n=(10, 100, 1000), speed_d=(6,), speed_burn=60,
+                  speed_rounds=20),
+}
+
+
+# ----------------------------------------------------------------------------- data
+
+
+class Problem:
+    """A data set for the drivers: its FamilyPack, n, planted labels and a title."""
+
+    def __init__(self, pack, truth, title):
+        self.pack, self.truth, self.title = pack, truth, title
+        self.n = len(truth)
+
+
+def bernoulli_problem(n, d, seed):
+    """Jain & Neal's data: 5 planted blocks of n/5 items, features drawn with Table 1's probabilities."""
+    p = np.concatenate([TABLE1, np.repeat(TABLE1[:, -1:], d - 6, axis=1)], axis=1)
+    z = np.repeat(np.arange(5), n // 5)
+    x = (np.random.default_rng(seed).random((n, d)) < p[z]).astype(np.float64)
+    pack = FamilyPack.build([(kernels.BETA_BERNOULLI, x, kernels.beta_bernoulli_hyper(1.0, 1.0, d))])
+    return Problem(pack, z, f"Bernoulli mixture, n = {n}, d = {d}")
+
+
+def network_problems():
+    """Seed 004's network data for pmp.BetaBernoulliNetwork (pending: not written yet)."""
+    return []
+
+
+# ----------------------------------------------------------------------------- drivers
+
+
+def kernel_args(problem):
+    return problem.pack, PRIOR.code, PRIOR.kernel_params()
+
+
+def initial_states(problem, seed):
+    """S chains from one block after INIT_SWEEPS Gibbs sweeps each (shared by every method)."""
+    gibbs = GibbsKernel(*kernel_args(problem))
+    states = []
+    for c in range(S):
+        rng = np.random.default_rng([seed, c])
+        labels = np.zeros(problem.n, np.int64)
+        for _ in range(INIT_SWEEPS):
+            labels = gibbs.step(labels, rng)[0]
+        states.append(labels)
+    return states
+
+
+def make_mover(method, problem):
+    args = kernel_args(problem)
+    return {"Gibbs": lambda: None, "SM": lambda: JainNealKernel(*args, intermediate_scans=5),
+            "SAMS": lambda: SAMSKernel(*args), "PGSM": lambda: PGSMKernel(*args),
+            "ARM": lambda: ARMKernel(*args), "ARM x2": lambda: ARMKernel(*args)}[method]()
+
+
+def changed(info):
+    """Did the move change the state (accepted, or for PGSM: not a keep)?"""
+    if "accepted" in info:
+        return bool(info["accepted"])
+    return info["move"] != "keep"
+
+
+class Population:
+    """S chains of one method; ``iterate`` makes one iteration (moves, then a Gibbs sweep per chain)
+    and keeps per-chain CPU seconds of moves and sweeps, moves tried / changing the state / skipped."""
+
+    def __init__(self, method, problem, states, seed):
+        self.method, self.problem = method, problem
+        self.states = [s.copy() for s in states]
+        self.rngs = [np.random.default_rng([seed, 1000 + c]) for c in range(len(states))]
+        self.gibbs = GibbsKernel(*kernel_args(problem))
+        self.mover = make_mover(method, problem)
+        self.arm_moves = {"ARM": 1, "ARM x2": 2}.get(method, 0)
+        self.move_cpu = np.zeros(len(states))
+        self.sweep_cpu = np.zeros(len(states))
+        self.tried = self.changed = self.skipped = 0
+        self.t = 0
+
+    def _arm(self, move_times=None):
+        active, passive = alternating_roles(len(self.states), self.t)
+        for c in active:
+            c0 = time.process_time()
+            for _ in range(self.arm_moves):
+                a, b = self.rngs[c].choice(passive, size=2, replace=False)
+                m0 = time.process_time()
+                self.states[c], info = self.mover.move(self.states[c], (self.states[a], self.states[b]),
+                                                       draw_seed(self.rngs[c]))
+                if move_times is not None:
+                    move_times.append(time.process_time() - m0)
+                self.tried += 1
+                self.skipped += info["skipped"]
+                self.changed += changed(info)
+            self.move_cpu[c] += time.process_time() - c0
+
+    def iterate(self, move_times=None, sweep_times=None):
+        if self.arm_moves:
+            self._arm(move_times)
+        elif self.mover is not None:
+            for c, rng in enumerate(self.rngs):
+                c0 = time.process_time()
+                self.states[c], info = self.mover.step(self.states[c], rng)
+                dt = time.process_time() - c0
+                self.move_cpu[c] += dt
+                if move_times is not None:
+                    move_times.append(dt)
+                self.tried += 1
+                self.changed += changed(info)
+        for c, rng in enumerate(self.rngs):
+            c0 = time.process_time()
+            self.states[c] = self.gibbs.step(self.states[c], rng)[0]
+            dt = time.process_time() - c0
+            self.sweep_cpu[c] += dt
+            if sweep_times is not None:
+                sweep_times.append(dt)
+        self.t += 1
+
+
+# ----------------------------------------------------------------------------- IACT
+
+
+def iact(x, c=5.0):
+    """Sokal's adaptive-window integrated autocorrelation time of a scalar trace; NaN if constant."""
+    x = np.asarray(x, float)
+    x = x - x.mean()
+    m = len(x)
+    f = np.fft.rfft(x, 2 * m)
+    acov = np.fft.irfft(f * np.conj(f))[:m]
+    if acov[0] <= 1e-12 * m:
+        return np.nan
+    rho = acov / acov[0]
+    taus = 2.0 * np.cumsum(rho) - 1.0  # tau(M) = 1 + 2 sum_{t=1..M} rho(t)
+    ok = np.flatnonzero(np.arange(m) >= c * taus)
+    return float(taus[ok[0]] if len(ok) else taus[-1])
+
+
+def chain_iacts(shares, picked):
+    """Per chain: (IACT of the largest-block share, max IACT over the non-constant pair indicators,
+    number of constant pairs)."""
+    out = []
+    k = picked.shape[2]
+    pairs = [(a, b) for a in range(k) for b in range(a + 1, k)]
+    for c in range(shares.shape[1]):
+        lab = picked[:, c, :]
+        taus = [iact(lab[:, a] == lab[:, b]) for a, b in pairs]
+        finite = [t for t in taus if np.isfinite(t)]
+        out.append((iact(shares[:, c]), max(finite) if finite else np.nan, len(pairs) - len(finite)))
+    return out
+
+
+# ----------------------------------------------------------------------------- 1. Table 2
+
+
+def run_method(method, problem, states, T, items, seed):
+    pop = Population(method, problem, states, seed)
+    shares = np.empty((T, S))
+    picked = np.empty((T, S, len(items)), np.int64)
+    for t in range(T):
+        pop.iterate()
+        for c, labels in enumerate(pop.states):
+            shares[t, c] = np.bincount(labels).max() / problem.n
+            picked[t, c] = labels[items]
+    total, sweeps = pop.move_cpu + pop.sweep_cpu, pop.sweep_cpu
+    return dict(iacts=chain_iacts(shares, picked), cpu_iter=total / T, norm_iter=T * total.sum() / sweeps.sum(),
+                tried=pop.tried, changed=pop.changed, skipped=pop.skipped,
+                k_end=np.mean([s.max() + 1 for s in pop.states]))
+
+
+def ms(v, digits=1):
+    v = np.asarray(v, float)
+    v = v[np.isfinite(v)]
+    if not len(v):
+        return "-"
+    return f"{v.mean():.{digits}f} ± {v.std(ddof=1) if len(v) > 1 else 0.0:.{digits}f}"
+
+
+def table2(cfg):
+    print(f"\n## 1. Seed 004 Table 2 at reduced scale: {cfg['datasets']} data set(s) per d, S = {S} chains, "
+          f"T = {cfg['T']} iterations (paper: 20 data sets, T = 2000)\n")
+    summary = {}
+    for d in cfg["d"]:
+        res = {m: [] for m in METHODS}
+        for ds in range(cfg["datasets"]):
+            seed = 1000 * d + ds
+            problem = bernoulli_problem(100, d, seed)
+            pick_rng = np.random.default_rng(seed + 1)
+            items = np.concatenate([pick_rng.choice(np.flatnonzero(problem.truth == k), PER_BLOCK, replace=False)
+                                    for k in range(5)])
+            states = initial_states(problem, seed)
+            for m in METHODS:
+                res[m].append(run_method(m, problem, states, cfg["T"], items, seed))
+        summary[d] = res
+        print_table2(d, res, cfg)
+    return summary
+
+
+def print_table2(d, res, cfg):
+    print(f"\n### Example {(6, 8, 10).index(d) + 1 if d in (6, 8, 10) else '-'}: d = {d}\n")
+    print(f"| method | IACT trace | IACT indicator (max over pairs) | CPU µs / iteration | Gibbs sweeps / iteration "
+          f"(normalised iterations / T) | IACT x cost vs Gibbs: trace | indicator | moves changing the state "
+          f"| constant pairs | K at end | paper: trace | indicator | normalised iterations (/ 2000) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    base = None
+    for m in METHODS:
+        runs = res[m]
+        tr = np.array([x[0] for r in runs for x in r["iacts"]])
+        ind = np.array([x[1] for r in runs for x in r["iacts"]])
+        const = np.mean([x[2] for r in runs for x in r["iacts"]])
+        cpu = np.concatenate([r["cpu_iter"] for r in runs])
+        cost_tr = np.nanmean(tr) * cpu.mean()
+        cost_ind = np.nanmean(ind) * cpu.mean()
+        if base is None:
+            base = (cost_tr, cost_ind)
+        tried = sum(r["tried"] for r in runs)
+        chg = f"{sum(r['changed'] for r in runs) / tried:.1%}" if tried else ""
+        skipped = sum(r["skipped"] for r in runs)
+        if skipped:
+            chg += f" ({skipped / tried:.1%} skipped)"
+        paper = PAPER.get(d, {}).get(PAPER_NAME.get(m, ""), ("", "", ""))
+        if paper[2]:
+            paper = paper[:2] + (f"{paper[2]} ({float(paper[2].split('(')[0]) / 2000:.2f})",)
+        print(f"| {m} | {ms(tr)} | {ms(ind)} | {cpu.mean() * 1e6:.0f} | {ms([r['norm_iter'] / cfg['T'] for r in runs], 2)} "
+              f"| {cost_tr / base[0]:.2f} | {cost_ind / base[1]:.2f} | {chg} | {const:.0f} / 105 "
+              f"| {np.mean([r['k_end'] for r in runs]):.1f} | {paper[0]} | {paper[1]} | {paper[2]} |")
+
+
+# ----------------------------------------------------------------------------- 2. cost of a move
+
+
+def speed(cfg):
+    print("\n## 2. Cost of one move in Gibbs sweeps of the same model (CPU, process_time per call)\n")
+    print("Seed 004: ARM \"about three times more expensive than a Gibbs sweep\" (Sec. 3.4); its Table 2 gives "
+          "~6700 normalised iterations for 2000 iterations of ARM + Gibbs and ~6700-7500 for SM + Gibbs, i.e. one "
+          "move ~2.4 sweeps (ARM) and ~2.4-2.8 sweeps (SM), at n = 100. The paper gives no figure for a mixture "
+          "at n = 1000. Target (issue 12): an ARM move <= 3 Gibbs sweeps. n = 10 shows the fixed cost of a call "
+          "(Python wrapper, checks, random numbers), which is a large share at n = 100.\n")
+    print("| n | d | when | kernel | calls | median µs | mean µs | median / Gibbs median | mean / Gibbs mean "
+          "| moves changing the state |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for n in cfg["speed_n"]:
+        for d in cfg["speed_d"]:
+            problem = bernoulli_problem(n, d, 7 * n + d)
+            states = initial_states(problem, n + d)
+            rounds = cfg["speed_rounds"]
+            pop = Population("ARM", problem, states, 5)
+            for when in ("after init", f"after {cfg['speed_burn']} its"):
+                if when != "after init":
+                    for _ in range(cfg["speed_burn"] - pop.t):
+                        pop.iterate()
+                moves, sweeps = [], []
+                tried, chg = pop.tried, pop.changed
+                for _ in range(rounds):
+                    pop.iterate(moves, sweeps)
+                rows = [("ARM move", moves, (pop.changed - chg) / max(1, pop.tried - tried)), ("Gibbs sweep", sweeps, None)]
+                if when != "after init":  # the other kernels' moves on the same states
+                    for m in ("SM", "SAMS", "PGSM"):
+                        other = Population(m, problem, pop.states, 11)
+                        mt = []
+                        for _ in range(max(3, rounds // 4)):
+                            other.iterate(mt)
+                        rows.append((f"{m} move", mt, other.changed / other.tried))
+                g_med, g_mean = np.median(sweeps), np.mean(sweeps)
+                for name, t, acc in rows:
+                    t = np.asarray(t)
+                    print(f"| {n} | {d} | {when} | {name} | {len(t)} | {np.median(t) * 1e6:.0f} | {t.mean() * 1e6:.0f} "
+                          f"| {np.median(t) / g_med:.2f} | {t.mean() / g_mean:.2f} | {'' if acc is None else f'{acc:.1%}'} |")
+
+
+# ----------------------------------------------------------------------------- 3. networks
+
+
+def networks(cfg):
+    print("\n## 3. Networks (seed 004 Sec. 3.2-3.6: karate, planted partitions, Tables 3-5, Fig. 6a)\n")
+    family = getattr(pmp, "BetaBernoulliNetwork", None)
+    problems = network_problems()
+    if family is None or not problems:
+        print("Pending: " + ("pmp.BetaBernoulliNetwork is not in this build" if family is None else
+                             "pmp.BetaBernoulliNetwork is importable, its benchmark problems are not written yet")
+              + "; nothing measured.")
+        return
+    for problem in problems:  # pragma: no cover - once the family lands
+        print(f"### {problem.title}\n")
+
+
+# ----------------------------------------------------------------------------- main
+
+
+def warm_up():
+    problem = bernoulli_problem(40, 6, 0)
+    states = [np.random.default_rng(c).integers(0, 4, problem.n) for c in range(S)]
+    for m in METHODS:
+        pop = Population(m, problem, states, 0)
+        for _ in range(4):
+            pop.iterate()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="one data set per d, 1000 iterations, less timing")
+    ap.add_argument("--only", choices=("table2", "speed", "networks"), help="run one section")
+    ap.add_argument("--datasets", type=int, help="data sets per d in section 1")
+    ap.add_argument("--iterations", type=int, help="iterations T in section 1")
+    args = ap.parse_args()
+    cfg = dict(SETTINGS["quick" if args.quick else "full"])
+    if args.datasets is not None:
+        cfg["datasets"] = args.datasets
+    if args.iterations is not None:
+        cfg["T"] = args.iterations
+    w0, c0 = time.perf_counter(), time.process_time()
+    print(f"# bench_arm ({'quick' if args.quick else 'full'}) {time.strftime('%Y-%m-%d %H:%M')}, "
+          f"{os.cpu_count()} cores, Python {platform.python_version()}, numpy {np.__version__}, "
+          f"numba {numba.__version__}, load average at start {os.getloadavg()[0]:.2f}")
+    warm_up()
+    if args.only in (None, "table2"):
+        table2(cfg)
+    if args.only in (None, "speed"):
+        speed(cfg)
+    if args.only in (None, "networks"):
+        networks(cfg)
+    print(f"\nTotal: {time.perf_counter() - w0:.0f} s wall, {time.process_time() - c0:.0f} s CPU; "
+          f"load average at end {os.getloadavg()[0]:.2f}.")
+
+
+if __name__ == "__main__":
+    main()
