@@ -576,7 +576,10 @@ def check_representable(code: int, data: np.ndarray, hyper: np.ndarray) -> None:
         problem = _network.check_network_hyper(hp, n)
         if problem is not None:
             raise ValueError(f"NETWORK: {problem} (make it with families.network.network_hyper)")
-        _check_network_values(hp, n)
+        try:
+            _check_network_values(hp, n)
+        except ValueError as err:
+            raise ValueError(f"NETWORK: {err}") from None
         return
     if hp.ndim != 1 or hp.shape[0] < want or (code != NIW and hp.shape[0] != want):
         table = f" (its table must cover blocks of up to n = {n} rows: niw_hyper(..., n={n}))" if code == NIW else ""
