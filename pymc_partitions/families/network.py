@@ -325,30 +325,38 @@ def net_offsets(hp, ho, n):
 @numba.njit(cache=True, error_model="numpy")
 def net_add_node(E, f, hp, ho, n, slot_of, i, s, sign):
     """E[f] += sign * (node i's pairs when it is in slot s); O(degree of i). Neighbours are
-    counted in their ``slot_of`` slots; i itself is never its own neighbour."""
+    counted in their ``slot_of`` slots, those with a negative slot (not placed) skipped; i itself
+    is never its own neighbour."""
     a, b, directed, ip, ix, jp, jx = net_offsets(hp, ho, n)
     for t in range(int(hp[ip + i]), int(hp[ip + i + 1])):
-        E[f, s, slot_of[int(hp[ix + t])]] += sign
+        r = slot_of[int(hp[ix + t])]
+        if r >= 0:
+            E[f, s, r] += sign
     for t in range(int(hp[jp + i]), int(hp[jp + i + 1])):
-        E[f, slot_of[int(hp[jx + t])], s] += sign
+        r = slot_of[int(hp[jx + t])]
+        if r >= 0:
+            E[f, r, s] += sign
 
 
 @numba.njit(cache=True, error_model="numpy")
-def net_node_counts(hp, ho, n, slot_of, i, out, inn, touched):
-    """out[t] / inn[t] += i's out- / in-neighbours in slot t; the slots touched are appended to
-    ``touched`` (returns how many, with repeats); reset them with :func:`net_clear_counts`."""
+def net_node_counts(hp, ho, n, slot_of, i, out, inn, touched, c0):
+    """out[t] / inn[t] += i's out- / in-neighbours in slot t (neighbours with a negative slot
+    skipped); the slots touched are appended to ``touched`` from ``c0`` on: returns the new count
+    (with repeats; at most c0 + 2 n). Reset them with :func:`net_clear_counts`."""
     a, b, directed, ip, ix, jp, jx = net_offsets(hp, ho, n)
-    c = 0
+    c = c0
     for t in range(int(hp[ip + i]), int(hp[ip + i + 1])):
         s = slot_of[int(hp[ix + t])]
-        out[s] += 1.0
-        touched[c] = s
-        c += 1
+        if s >= 0:
+            out[s] += 1.0
+            touched[c] = s
+            c += 1
     for t in range(int(hp[jp + i]), int(hp[jp + i + 1])):
         s = slot_of[int(hp[jx + t])]
-        inn[s] += 1.0
-        touched[c] = s
-        c += 1
+        if s >= 0:
+            inn[s] += 1.0
+            touched[c] = s
+            c += 1
     return c
 
 
@@ -360,12 +368,12 @@ def net_clear_counts(out, inn, touched, c):
 
 
 @numba.njit(cache=True, error_model="numpy")
-def net_join_logw(E, f, hp, ho, sizes, slots, n_slots, out, inn, cs, internal, logw, new_w):
+def net_join_logw(E, f, hp, ho, sizes, slots, n_slots, cands, n_cands, out, inn, cs, internal, logw, new_w):
     """Add to ``logw[j]`` the change of family f's log likelihood when a set of ``cs`` nodes (not in
     any slot; ``out``/``inn`` its edges to each slot, ``internal`` the ordered pairs with an edge
-    inside it: 2 x edges undirected) joins slot ``slots[j]``, j < n_slots; and to ``new_w[0]`` the
-    change when it opens a block of its own. ``slots[:n_slots]`` must list every occupied slot:
-    O(n_slots^2) (O(n_slots) for the new block)."""
+    inside it: 2 x edges undirected) joins slot ``cands[j]``, j < n_cands; and to ``new_w[0]`` the
+    change when it opens a block of its own. ``slots[:n_slots]`` must list every occupied slot
+    (empty ones may be listed too): O(n_cands n_slots) (O(n_slots) for the new block)."""
     a = hp[ho]
     b = hp[ho + 1]
     directed = hp[ho + 2] > 0.5
@@ -380,8 +388,8 @@ def net_join_logw(E, f, hp, ho, sizes, slots, n_slots, out, inn, cs, internal, l
         if directed:
             nw += _pair_term(inn[t], cs * mt, a, b, lg0)
     new_w[0] += nw
-    for j in range(n_slots):
-        s = slots[j]
+    for j in range(n_cands):
+        s = cands[j]
         ms = float(sizes[s])
         d = 0.0
         for q in range(n_slots):

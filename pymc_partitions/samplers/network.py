@@ -43,15 +43,46 @@ def net_build(slot_of, cap, net_ho, hyper, n):
     """Edge counts between slots for every network family: E[f, s, t] = ordered pairs (i in s,
     j in t) with an edge i -> j (both orientations for an undirected graph)."""
     E = np.zeros((net_ho.shape[0], cap, cap))
+    net_fill(E, net_ho, hyper, n, slot_of)
+    return E
+
+
+@numba.njit(cache=True, error_model="numpy")
+def net_fill(E, net_ho, hyper, n, slot_of):
+    """E <- the edge counts between the slots of ``slot_of`` (nodes with a negative slot left out)."""
+    E[:] = 0.0
     for f in range(net_ho.shape[0]):
         ho = net_ho[f]
         ip = ho + 4
         ix = ip + n + 1
         for i in range(n):
             s = slot_of[i]
+            if s < 0:
+                continue
             for t in range(int(hyper[ip + i]), int(hyper[ip + i + 1])):
-                E[f, s, slot_of[int(hyper[ix + t])]] += 1.0
-    return E
+                r = slot_of[int(hyper[ix + t])]
+                if r >= 0:
+                    E[f, s, r] += 1.0
+
+
+@numba.njit(cache=True, error_model="numpy")
+def net_set_counts(hp, ho, n, slot_of, members, start, count, unit, a, out, inn, touched):
+    """Edges of the set ``members[start:start + count]`` (all with a negative slot; ``unit[h] == a``
+    marks them) to each slot, into ``out``/``inn`` (touched slots listed as in
+    :func:`~pymc_partitions.families.network.net_node_counts`): returns (count touched, ordered
+    pairs inside the set with an edge). O(sum of the members' degrees)."""
+    c = 0
+    internal = 0.0
+    ip = ho + 4
+    ix = ip + n + 1
+    for q in range(start, start + count):
+        h = members[q]
+        c = net_node_counts(hp, ho, n, slot_of, h, out, inn, touched, c)
+        for t in range(int(hp[ip + h]), int(hp[ip + h + 1])):
+            g = int(hp[ix + t])
+            if slot_of[g] < 0 and unit[g] == a:
+                internal += 1.0
+    return c, internal
 
 
 @numba.njit(cache=True, error_model="numpy")
@@ -86,7 +117,7 @@ def _net_visit(t0, slot_of, sizes, stats, active, join_w, logw, n_active, order,
             return t, n_active
         s = slot_of[i]
         for f in range(nf):
-            counts[f] = net_node_counts(hyper, net_ho[f], n, slot_of, i, out[f], inn[f], touched[f])
+            counts[f] = net_node_counts(hyper, net_ho[f], n, slot_of, i, out[f], inn[f], touched[f], 0)
             net_add_node(E, f, hyper, net_ho[f], n, slot_of, i, s, -1.0)
         sizes[s] -= 1
         if sizes[s] > 0:
@@ -109,7 +140,8 @@ def _net_visit(t0, slot_of, sizes, stats, active, join_w, logw, n_active, order,
             new_lp[0] = w
             pack_log_preds(codes, dims, data_off, stat_off, hyper_off, hyper, empty, first_row, 1, data, i, scratch, new_lp)
         for f in range(nf):
-            net_join_logw(E, f, hyper, net_ho[f], sizes, active, n_active, out[f], inn[f], 1.0, 0.0, logw, new_lp)
+            net_join_logw(E, f, hyper, net_ho[f], sizes, active, n_active, active, n_active, out[f], inn[f], 1.0, 0.0,
+                          logw, new_lp)
         logw[n_active] = new_lp[0] if w > -np.inf else w
         chosen = draw_log_weights(logw, n_active + 1, uniforms[t])
         if chosen == n_active:
