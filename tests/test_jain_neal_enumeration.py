@@ -10,7 +10,7 @@ import pytest
 from scipy import stats
 
 from enumeration import check_against
-from models import PRIORS, pack
+from models import NETWORK_FAMILIES, PRIORS, pack
 from pymc_partitions.partition import canonicalize, enumerate_partitions
 from pymc_partitions.samplers import jain_neal
 from pymc_partitions.samplers.gibbs import GibbsKernel, log_joint
@@ -18,7 +18,7 @@ from pymc_partitions.samplers.jain_neal import JainNealKernel, jain_neal_log_pro
 from test_pgsm_enumeration import posteriors, run
 
 
-@pytest.mark.parametrize("prior_name,family", [(p, f) for p in PRIORS for f in ("bb", "diag", "niw")])
+@pytest.mark.parametrize("prior_name,family", [(p, f) for p in PRIORS for f in ("bb", "diag", "niw", *NETWORK_FAMILIES)])
 def test_fixed_launch_detailed_balance(prior_name, family):
     n = 5
     prior = PRIORS[prior_name]
@@ -45,10 +45,11 @@ def test_fixed_launch_detailed_balance(prior_name, family):
             assert abs(flow_ab - flow_ba) <= 1e-12 * max(flow_ab, flow_ba)
 
 
-def test_sampled_splits_follow_the_final_scan():
+@pytest.mark.parametrize("family", ["bb", "netdir"])
+def test_sampled_splits_follow_the_final_scan(family):
     n = 7
     prior = PRIORS["pitman_yor"]
-    fam = pack("bb", n)
+    fam = pack(family, n)
     args = (fam, prior.code, prior.kernel_params())
     parts = enumerate_partitions(n)
     rng = np.random.default_rng(2)
@@ -67,6 +68,7 @@ def test_sampled_splits_follow_the_final_scan():
 
 
 CHAINS = [(p, f, 6 + (i + j) % 2) for i, p in enumerate(PRIORS) for j, f in enumerate(["diag", "bb"])]
+CHAINS += [(p, "net", 6) for p in PRIORS]  # (split-merge alone mixes slowly on the network at n = 7)
 
 
 @pytest.mark.parametrize("prior_name,family,n", CHAINS)
@@ -78,10 +80,11 @@ def test_alone_matches_enumeration(prior_name, family, n):
     check_against(parts, exact, samples[500:], [k[500:]], wrong=wrong)
 
 
-def test_with_gibbs_matches_enumeration_and_a_broken_ratio_does_not(monkeypatch):
+@pytest.mark.parametrize("family", ["niw", "netmix"])
+def test_with_gibbs_matches_enumeration_and_a_broken_ratio_does_not(monkeypatch, family):
     n = 7
     prior = PRIORS["finite_dirichlet"]
-    fam = pack("niw", n)
+    fam = pack(family, n)
     parts, exact, wrong = posteriors(prior, fam, n)
 
     def chain():
