@@ -268,3 +268,27 @@ def test_unsupported_steps_and_forward_draws_are_refused_clearly():
             pm.sample_posterior_predictive(idata, progressbar=False)
         with pytest.raises(NotImplementedError, match="BetaBernoulliNetwork: forward draws"):
             pm.sample_prior_predictive(draws=5)
+
+
+@pytest.mark.parametrize("steps", ["gibbs+arm", "gibbs+splitmerge", "splitmerge"])
+def test_pm_sample_with_arm_and_split_merge_matches_enumeration(steps):
+    """ARM (4 chains, a population step) and SplitMerge (Jain-Neal) through pm.sample, with and
+    without Gibbs sweeps, on the network likelihood: the exact posterior, and not the one
+    without the within-block pairs."""
+    n = 6
+    prior = pmp.PitmanYor(0.8, 0.2)
+    edges = graph(n)
+    with pm.Model():
+        z = pmp.Partition("z", prior, n=n)
+        pmp.BetaBernoulliNetwork("A", partition=z, a=0.6, b=1.4, observed=edges)
+        step = {"gibbs+arm": [pmp.CollapsedGibbs([z]), pmp.ARM([z])],
+                "gibbs+splitmerge": [pmp.CollapsedGibbs([z]), pmp.SplitMerge([z])],
+                "splitmerge": [pmp.SplitMerge([z])]}[steps]
+        idata = pm.sample(draws=2500 if steps != "splitmerge" else 5000, chains=4, random_seed=7, step=step, **SAMPLE)
+    like = lambda p: network_log_likelihood(p, edges, 0.6, 1.4)  # noqa: E731
+    parts, exact = exact_posterior(n, lambda p: like(p) + prior.log_eppf(p))
+    _, wrong = exact_posterior(n, lambda p: like(p) - _within(p, edges, False) + prior.log_eppf(p))
+    zs = posterior_dataset(idata)["z"].values
+    traces = [np.array([len(np.unique(r)) for r in zs[c]]) for c in range(zs.shape[0])]
+    n_eff_traces = [np.concatenate(traces)]
+    check_against(parts, exact, zs.reshape(-1, n), n_eff_traces, wrong=wrong)
