@@ -292,3 +292,46 @@ def test_pm_sample_with_arm_and_split_merge_matches_enumeration(steps):
     traces = [np.array([len(np.unique(r)) for r in zs[c]]) for c in range(zs.shape[0])]
     n_eff_traces = [np.concatenate(traces)]
     check_against(parts, exact, zs.reshape(-1, n), n_eff_traces, wrong=wrong)
+
+
+@pytest.mark.parametrize("directed", [False, True])
+def test_block_probabilities_and_replicated_graphs(directed):
+    """Beta posterior draws of the block-pair probabilities (moments), and graphs replicated from
+    them (every node pair with its block pair's probability, each once)."""
+    from pymc_partitions.families.network import block_edge_counts, block_probabilities, replicate_edges  # noqa: PLC0415
+
+    rng = np.random.default_rng(8)
+    n = 13
+    adj = random_graph(n, 0.3, directed, rng)
+    labels = np.array([2, 2, 0, 0, 0, 1, 1, 1, 1, 5, 5, 5, 5])
+    edges = as_edges(adj, n, directed=directed)
+    e, m = block_edge_counts(labels, edges, directed)
+    pairs = np.outer(m, m) - (np.diag(m) if directed else np.diag(m * (m + 1) // 2))
+    draws = np.array([block_probabilities(labels, adj, 0.5, 2.0, directed, rng) for _ in range(4000)])
+    mean = (0.5 + e) / (2.5 + pairs)
+    np.testing.assert_allclose(draws.mean(axis=0), mean, atol=0.02)
+    if not directed:
+        assert np.array_equal(draws, np.swapaxes(draws, 1, 2))
+    theta = rng.uniform(0.05, 0.95, (4, 4))
+    if not directed:
+        theta = np.triu(theta) + np.triu(theta, 1).T
+    counts = np.zeros((n, n))
+    reps = 3000
+    for _ in range(reps):
+        rep = replicate_edges(labels, theta, directed, rng)
+        counts[rep[:, 0], rep[:, 1]] += 1
+    _, z = np.unique(labels, return_index=True)
+    canon = np.argsort(np.argsort(z))[np.unique(labels, return_inverse=True)[1]]
+    want = theta[canon[:, None], canon[None, :]]
+    mask = ~np.eye(n, dtype=bool) & (True if directed else np.triu(np.ones((n, n), bool), 1))
+    assert np.all(counts[~mask] == 0)
+    np.testing.assert_allclose(counts[mask] / reps, want[mask], atol=0.04)
+
+
+def test_sample_unbiased_refuses_the_network_clearly():
+    n = 6
+    with pm.Model() as model:
+        z = pmp.Partition("z", pmp.CRP(1.0), n=n)
+        pmp.BetaBernoulliNetwork("A", partition=z, observed=graph(n))
+    with pytest.raises(NotImplementedError, match="BetaBernoulliNetwork"):
+        pmp.sample_unbiased(model, h={"k": pmp.h.n_clusters}, n_pairs=2, random_seed=0)

@@ -34,7 +34,8 @@ import numba
 import numpy as np
 from scipy.special import betaln
 
-__all__ = ["as_edges", "adjacency_lists", "network_hyper", "network_log_likelihood", "block_edge_counts"]
+__all__ = ["as_edges", "adjacency_lists", "network_hyper", "network_log_likelihood", "block_edge_counts",
+           "block_probabilities", "replicate_edges"]
 
 HEAD = 4  # a, b, directed, nnz
 
@@ -453,3 +454,66 @@ def block_edge_counts(labels, edges, directed=False):
     if not directed:
         e = e + e.T - np.diag(np.diag(e))
     return e, np.bincount(z, minlength=k)
+
+
+# ----------------------------------------------------------------------------- conditional posterior
+
+
+def block_probabilities(labels, edges, a, b, directed=False, rng=None) -> np.ndarray:
+    """One draw of the block-pair edge probabilities from their conditional posterior given the
+    partition and the graph: ``theta_kl ~ Beta(a + e_kl, b + N_kl - e_kl)`` (K x K, blocks in
+    canonical order: first appearance; symmetric when undirected). ``edges``: any input form of
+    :func:`as_edges`."""
+    rng = np.random.default_rng(rng)
+    labels = np.asarray(labels, np.int64)
+    n = labels.shape[0]
+    edges = as_edges(edges, n, directed=bool(directed), name="edges")
+    if not (float(a) > 0 and float(b) > 0 and math.isfinite(a) and math.isfinite(b)):
+        raise ValueError(f"block_probabilities: a and b must be positive and finite, got a = {a!r}, b = {b!r}")
+    e, m = block_edge_counts(labels, edges, directed)
+    m = m.astype(float)
+    pairs = np.outer(m, m) - (np.diag(m) if directed else np.diag(m * (m + 1.0) / 2.0))
+    theta = rng.beta(a + e, b + pairs - e)
+    if not directed:
+        theta = np.triu(theta) + np.triu(theta, 1).T
+    return theta
+
+
+def replicate_edges(labels, theta, directed=False, rng=None) -> np.ndarray:
+    """A graph drawn given the partition and block-pair probabilities ``theta`` (K x K, canonical
+    blocks, e.g. from :func:`block_probabilities`): the canonical edge list. Each block pair draws
+    its number of edges (Binomial) and then which of its node pairs: O(edges + K^2 + n)."""
+    rng = np.random.default_rng(rng)
+    labels = np.asarray(labels, np.int64)
+    _, first, inverse = np.unique(labels, return_index=True, return_inverse=True)
+    z = np.argsort(np.argsort(first))[inverse]  # canonical block of each node (first appearance)
+    k = int(z.max()) + 1
+    theta = np.asarray(theta, float)
+    if theta.shape != (k, k) or not np.all((theta >= 0) & (theta <= 1)):
+        raise ValueError(f"replicate_edges: theta must be a {k} x {k} matrix of probabilities, got shape {theta.shape}")
+    members = [np.flatnonzero(z == c) for c in range(k)]
+    out = []
+    for s in range(k):
+        for t in range(k) if directed else range(s, k):
+            ms, mt = len(members[s]), len(members[t])
+            if s == t:
+                count = ms * (ms - 1) // (1 if directed else 2)
+            else:
+                count = ms * mt
+            c = rng.binomial(count, theta[s, t])
+            if c == 0:
+                continue
+            pick = rng.choice(count, c, replace=False)
+            if s != t:
+                src, dst = members[s][pick // mt], members[t][pick % mt]
+            elif directed:  # ordered pairs (u, v), u != v: index u * (m - 1) + v', v' skipping u
+                u, v = pick // (ms - 1), pick % (ms - 1)
+                v = v + (v >= u)
+                src, dst = members[s][u], members[s][v]
+            else:  # unordered pairs u < v of the block, row-major upper triangle, decoded in O(1)
+                u = ms - 2 - np.floor(np.sqrt(4.0 * ms * (ms - 1) - 8.0 * pick - 7.0) / 2.0 - 0.5).astype(np.int64)
+                v = pick + u + 1 - count + (ms - u) * (ms - u - 1) // 2
+                src, dst = members[s][u], members[s][v]
+            out.append(np.stack([src, dst], axis=1))
+    edges = np.concatenate(out) if out else np.zeros((0, 2), np.int64)
+    return as_edges(edges, labels.shape[0], directed=directed, name="replicate")
