@@ -22,7 +22,7 @@ Partition summaries (:mod:`pymc_partitions.summaries` for the algorithms): :func
 from . import datasets, partition
 from .priors import CRP, FiniteDirichlet, PitmanYor
 from .pymc.compat import add_groups, load, save
-from .pymc.distributions import BetaBernoulli, NormalInverseWishart, NormalNormal, Partition
+from .pymc.distributions import BetaBernoulli, BetaBernoulliNetwork, NormalInverseWishart, NormalNormal, Partition
 from . import h
 from .coupling.unbiased import suggest_k_m
 from .pymc.steps import PGSM, SAMS, CollapsedGibbs, EscobarWest, PriorSlice, SplitMerge, register as _register
@@ -45,6 +45,7 @@ __all__ = [
     "NormalNormal",
     "NormalInverseWishart",
     "BetaBernoulli",
+    "BetaBernoulliNetwork",
     "CollapsedGibbs",
     "PGSM",
     "SAMS",

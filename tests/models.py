@@ -7,6 +7,7 @@ from scipy import integrate, stats
 
 from pymc_partitions.families import kernels
 from pymc_partitions.families.kernels import FamilyPack
+from pymc_partitions.families.network import as_edges, network_hyper
 from pymc_partitions.families.transforms import whiten_full_normal
 from pymc_partitions.priors import CRP, FiniteDirichlet, PitmanYor
 
@@ -43,7 +44,28 @@ def family_parts(family, n, seed=0):
         return [(kernels.BETA_BERNOULLI, b, kernels.beta_bernoulli_hyper(0.5, [1.0, 2.0, 0.7], 3))]
     if family == "multi":
         return family_parts("diag", n, seed) + family_parts("bb", n, seed)
+    if family in ("net", "netdir"):
+        directed = family == "netdir"
+        return [(kernels.NETWORK, np.zeros((n, 1)), network_hyper(0.6, 1.4, graph(n, directed, seed), n, directed))]
+    if family == "netmix":  # a network and a Normal likelihood on one partition
+        return family_parts("net", n, seed) + family_parts("diag", n, seed)
     raise ValueError(family)
+
+
+NETWORK_FAMILIES = ["net", "netdir", "netmix"]
+
+
+def graph(n, directed=False, seed=0):
+    """Canonical edge list of a small two-community graph (dense inside the groups of ``data``)."""
+    rng = np.random.default_rng(seed + 100)
+    group = np.arange(n) % 2
+    p = np.where(group[:, None] == group[None, :], 0.75, 0.2)
+    a = (rng.random((n, n)) < p).astype(int)
+    np.fill_diagonal(a, 0)
+    if not directed:
+        a = np.triu(a, 1)
+        a = a + a.T
+    return as_edges(a, n, directed=directed)
 
 
 def pack(family, n, seed=0):

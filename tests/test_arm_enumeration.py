@@ -21,7 +21,7 @@ import pytest
 from scipy import stats
 
 from enumeration import check_against, chi_square_pvalue, exact_posterior
-from models import PRIORS, pack
+from models import NETWORK_FAMILIES, PRIORS, pack
 from pymc_partitions.partition import canonicalize, enumerate_partitions
 from pymc_partitions.samplers import arm
 from pymc_partitions.samplers.arm import ARMKernel, _order, _proposal_matrix, arm_log_proposal, arm_move
@@ -47,6 +47,8 @@ def matrix(starts, targets, fam, prior, phi):
 
 
 CASES = [(p, f, 5 + (i + j) % 3) for i, p in enumerate(PRIORS) for j, f in enumerate(["bb", "diag", "niw"])]
+# the network likelihood (block-pair terms: not separable over blocks), alone and with a Normal one
+CASES += [(p, f, 5 + (i + j) % 3) for i, p in enumerate(PRIORS) for j, f in enumerate(NETWORK_FAMILIES)]
 
 
 @pytest.mark.parametrize("prior_name,family,n", CASES)
@@ -70,7 +72,8 @@ def test_forward_probabilities_sum_to_one(prior_name, family, n):
     assert carried > 0
 
 
-DB_CASES = [(p, f, 5 + (i + j) % 2) for i, p in enumerate(PRIORS) for j, f in enumerate(["bb", "diag", "niw"])]
+DB_CASES = [(p, f, 5 + (i + j) % 2) for i, p in enumerate(PRIORS)
+            for j, f in enumerate(["bb", "diag", "niw"] + NETWORK_FAMILIES)]
 
 
 @pytest.mark.parametrize("prior_name,family,n", DB_CASES)
@@ -151,7 +154,8 @@ def test_detailed_balance_at_n7(prior_name, family):
 
 
 @pytest.mark.parametrize("prior_name,family,n", [(p, f, 5 + (i + 2 * j + 1) % 3) for i, p in enumerate(PRIORS)
-                                                 for j, f in enumerate(["bb", "diag", "niw"])])
+                                                 for j, f in enumerate(["bb", "diag", "niw"])]
+                         + [("crp", "net", 6), ("pitman_yor", "netdir", 6), ("finite_dirichlet", "netmix", 5)])
 def test_sampled_proposals_follow_the_forced_probabilities(prior_name, family, n):
     """The sampler draws the choices with uniforms; the forced path recomputes them from the target:
     separate code, which must agree (chi-square over 12000 proposals of one state and phi), and the
@@ -206,10 +210,11 @@ def chain(fam, prior, pool, n_draws, arm_moves, seed):
     return out, accepted
 
 
-def test_chain_with_state_independent_references_matches_enumeration(monkeypatch):
+@pytest.mark.parametrize("family", ["bb", "net"])
+def test_chain_with_state_independent_references_matches_enumeration(monkeypatch, family):
     n = 6
     prior = PRIORS["crp"]
-    fam = pack("bb", n)
+    fam = pack(family, n)
     parts, exact, wrong = posteriors(prior, fam, n)
     pool = parts[np.random.default_rng(0).choice(len(parts), 12, replace=False)]
     samples, accepted = chain(fam, prior, pool, 8000, 3, seed=1)

@@ -57,6 +57,16 @@ def test_karate_graph():
     assert deg[0] == 16 and deg[33] == 17  # instructor and administrator
 
 
+def test_karate_factions():
+    f = datasets.load_karate_factions()
+    assert f.shape == (34,) and f.dtype == np.int64
+    officer = [9, 14, 15, 18, 20, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33]  # networkx 'club' == 'Officer'
+    assert np.array_equal(np.flatnonzero(f == 1), officer)
+    assert f[0] == 0 and f[33] == 1  # the instructor and the administrator lead the two factions
+    e = datasets.load_karate()
+    assert np.mean(f[e[:, 0]] == f[e[:, 1]]) > 0.8  # most friendships inside a faction
+
+
 def test_fresh_copies():
     a = datasets.load_galaxies()
     a[:] = 0

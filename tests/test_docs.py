@@ -8,6 +8,7 @@ must be fenced as ```bash; they are not run.
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -77,6 +78,18 @@ def test_demo_script_runs():
     assert "number of clusters" in out, proc.stdout
     assert re.search(r"^\s*\d+\s+[01]\.\d{3}\s*$", proc.stdout, re.MULTILINE), proc.stdout  # K / probability rows
     assert "alpha" in out and "wall time" in out
+
+
+def test_karate_irm_example_runs(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "karate_irm.py"), "--quick"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=600,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    ari = float(re.search(r"adjusted Rand index to the two factions: (-?[0-9.]+)", proc.stdout).group(1))
+    assert ari > 0.3, proc.stdout  # the IRM's clusters follow the split (hubs apart): about 0.6
+    assert (tmp_path / "karate_coclustering.png").stat().st_size > 1000
 
 
 def test_unbiased_example_runs(tmp_path):

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from enumeration import check_against, chi_square_pvalue
-from models import PRIORS, pack
+from models import NETWORK_FAMILIES, PRIORS, pack
 from pymc_partitions.partition import canonicalize, enumerate_partitions
 from pymc_partitions.samplers import jain_neal
 from pymc_partitions.samplers.gibbs import GibbsKernel, log_joint
@@ -19,7 +19,7 @@ from pymc_partitions.samplers.jain_neal import JainNealKernel, jain_neal_log_pro
 from test_pgsm_enumeration import posteriors, run
 
 
-@pytest.mark.parametrize("prior_name,family", [(p, f) for p in PRIORS for f in ("bb", "diag", "niw")])
+@pytest.mark.parametrize("prior_name,family", [(p, f) for p in PRIORS for f in ("bb", "diag", "niw", *NETWORK_FAMILIES)])
 def test_fixed_launch_detailed_balance(prior_name, family):
     n = 5
     prior = PRIORS[prior_name]
@@ -81,7 +81,8 @@ def test_fixed_launch_detailed_balance_from_random_starts(prior_name, family, n)
 
 
 @pytest.mark.parametrize("prior_name,family,n", [(p, f, 5 + (i + 2 * j + 2) % 3) for i, p in enumerate(PRIORS)
-                                                 for j, f in enumerate(["bb", "diag", "niw"])])
+                                                 for j, f in enumerate(["bb", "diag", "niw"])]
+                         + [("pitman_yor", "netdir", 7)])
 def test_sampled_splits_follow_the_final_scan(prior_name, family, n):
     """Splits drawn by the sampler against the forced final scan (chi-square, 8000 proposals of one
     state and launch); each reports the forced log T, and its ratio is the enumerated one."""
@@ -119,6 +120,7 @@ def test_sampled_splits_follow_the_final_scan(prior_name, family, n):
 
 
 CHAINS = [(p, f, 6 + (i + j) % 2) for i, p in enumerate(PRIORS) for j, f in enumerate(["diag", "bb"])]
+CHAINS += [(p, "net", 6) for p in PRIORS]  # (split-merge alone mixes slowly on the network at n = 7)
 
 
 @pytest.mark.parametrize("prior_name,family,n", CHAINS)
@@ -130,10 +132,11 @@ def test_alone_matches_enumeration(prior_name, family, n):
     check_against(parts, exact, samples[500:], [k[500:]], wrong=wrong)
 
 
-def test_with_gibbs_matches_enumeration_and_a_broken_ratio_does_not(monkeypatch):
+@pytest.mark.parametrize("family", ["niw", "netmix"])
+def test_with_gibbs_matches_enumeration_and_a_broken_ratio_does_not(monkeypatch, family):
     n = 7
     prior = PRIORS["finite_dirichlet"]
-    fam = pack("niw", n)
+    fam = pack(family, n)
     parts, exact, wrong = posteriors(prior, fam, n)
 
     def chain():

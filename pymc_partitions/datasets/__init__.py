@@ -10,6 +10,7 @@ load_galaxies    (82,) float64  Corona Borealis galaxy velocities (km/s)
 load_faithful    (272, 2) f8    Old Faithful eruptions and waiting times (min)
 load_gene        (200, 50) f8   Zeisel et al. (2015) mouse cortex scRNA-seq subset
 load_karate      (78, 2) int64  Zachary's karate club edge list (nodes 0-33)
+load_karate_factions (34,) i8   the club's two factions after the split (0: Mr. Hi, 1: Officer)
 ===============  =============  ======================================================
 """
 
@@ -19,7 +20,7 @@ from importlib import resources
 
 import numpy as np
 
-__all__ = ["load_galaxies", "load_faithful", "load_gene", "load_karate"]
+__all__ = ["load_galaxies", "load_faithful", "load_gene", "load_karate", "load_karate_factions"]
 
 
 def _load_csv(filename: str, dtype) -> np.ndarray:
@@ -89,9 +90,30 @@ def load_karate() -> np.ndarray:
     fission in small groups. *J. Anthropol. Res.* 33, 452-473; as distributed
     in ``networkx`` (``karate_club_graph``).
 
+    The edge list is the observed value ``pmp.BetaBernoulliNetwork`` takes directly
+    (``observed=load_karate()``); the two factions are :func:`load_karate_factions`.
+
     Returns
     -------
     numpy.ndarray
         int64, shape ``(78, 2)``.
     """
     return _load_csv("karate_edges.csv", np.int64)
+
+
+def load_karate_factions() -> np.ndarray:
+    """The two factions of Zachary's karate club after its split, for the nodes of :func:`load_karate`.
+
+    ``0``: Mr. Hi's faction (the instructor, node 0), 16 members; ``1``: the Officer's faction (the
+    administrator, node 33), 17 members: nodes 9, 14, 15, 18, 20, 22, 23, 24, 25, 26, 27, 28, 29,
+    30, 31, 32, 33.
+
+    Source: Zachary, W. W. (1977), as above; the node attribute ``club`` (``'Mr. Hi'`` /
+    ``'Officer'``) of ``networkx.karate_club_graph()`` (checked against networkx 3.6.1).
+
+    Returns
+    -------
+    numpy.ndarray
+        int64, shape ``(34,)``.
+    """
+    return _load_csv("karate_factions.csv", np.int64)[:, 1].copy()

@@ -21,6 +21,11 @@ Family codes and layouts (``D`` = data dimension):
                  (proper colourings, seed 000 App. B.1). Data: row i of the n x n adjacency
                  matrix (D = n); no hyper; stats ``[m, edges inside, neighbours of j inside
                  (D)]``. Log predictive 0 if item i has no neighbour in the block, else -inf.
+``NETWORK``      the collapsed Bernoulli blockmodel (:mod:`pymc_partitions.families.network`): not
+                 separable over blocks, so its per-block row is only ``[m]`` and the functions
+                 here treat it as inert (log predictive and log marginal 0); its graph is in the
+                 hyper vector (``network.network_hyper``) and the kernels that support it add
+                 the block-pair terms (``samplers.network``). Data: one unused column (D = 1).
 """
 
 from __future__ import annotations
@@ -33,11 +38,13 @@ import numpy as np
 from scipy.special import gammaln
 
 from .. import _checks
+from . import network as _network
 
 DIAG_NORMAL = 0
 NIW = 1
 BETA_BERNOULLI = 2
 GRAPH = 3
+NETWORK = 4
 
 LOG_2PI = math.log(2.0 * math.pi)
 LOG_PI = math.log(math.pi)
@@ -46,7 +53,7 @@ LOG_2 = math.log(2.0)
 
 def stats_width(code: int, dim: int) -> int:
     """Length of one block's statistics row for a family."""
-    if code not in (DIAG_NORMAL, NIW, BETA_BERNOULLI, GRAPH):
+    if code not in (DIAG_NORMAL, NIW, BETA_BERNOULLI, GRAPH, NETWORK):
         raise ValueError(f"unknown family code {code}")
     return int(stats_width_compiled(code, dim))
 
@@ -216,6 +223,8 @@ def stats_width_compiled(code, dim):
         return dim * dim + 3 * dim + 5
     if code == GRAPH:
         return dim + 2
+    if code == NETWORK:
+        return 1
     return 3 * dim + 1
 
 
@@ -279,6 +288,8 @@ def family_update(code, st, b, so, x, i, xo, hp, ho, dim, sign, scratch):
         for d in range(dim):
             st[b, so + 1 + d] += sign * x[i, xo + d]
         _bb_refresh(st, b, so, hp, ho, dim)
+    elif code == NETWORK:
+        st[b, so] += sign
     else:  # GRAPH: edges inside change by the number of i's neighbours in the block
         if sign > 0:
             st[b, so + 1] += st[b, so + 2 + i]
@@ -327,6 +338,8 @@ def family_log_preds(code, st, blocks, n_blocks, so, x, i, xo, hp, ho, dim, scra
         for j in range(n_blocks):
             if st[blocks[j], so + 2 + i] > 0.5:
                 out[j] = -np.inf
+    elif code == NETWORK:
+        return
     else:
         for j in range(n_blocks):
             b = blocks[j]
@@ -368,6 +381,8 @@ def family_log_marginal(code, st, b, so, hp, ho, dim):
         return out
     if code == GRAPH:
         return -np.inf if st[b, so + 1] > 0.5 else 0.0
+    if code == NETWORK:
+        return 0.0
     for d in range(dim):
         a_ = hp[ho + d]
         b_ = hp[ho + dim + d]
@@ -383,7 +398,8 @@ def family_log_marginal(code, st, b, so, hp, ho, dim):
 # ----------------------------------------------------------------------------- what the kernels can represent
 
 CEILING = 1e300  # bound on every magnitude the kernels may form (float64 overflows at 1.8e308)
-FAMILY_NAMES = {DIAG_NORMAL: "DIAG_NORMAL", NIW: "NIW", BETA_BERNOULLI: "BETA_BERNOULLI", GRAPH: "GRAPH"}
+FAMILY_NAMES = {DIAG_NORMAL: "DIAG_NORMAL", NIW: "NIW", BETA_BERNOULLI: "BETA_BERNOULLI", GRAPH: "GRAPH",
+                NETWORK: "NETWORK"}
 
 
 def hyper_length(code: int, dim: int, n: int) -> int:
@@ -395,6 +411,8 @@ def hyper_length(code: int, dim: int, n: int) -> int:
         return dim + 3 + dim * dim + n + 1
     if code == BETA_BERNOULLI:
         return 2 * dim
+    if code == NETWORK:
+        return _network.HEAD + n + 1
     return 0
 
 
@@ -509,6 +527,17 @@ def _check_beta_bernoulli(summary, hp, n, dim):
                  f"decrease a and b (max a + b + n = {float(top.max()):.3g})")
 
 
+def _check_network_values(hp, n):
+    a, b = float(hp[0]), float(hp[1])
+    if not (a > 0.0 and b > 0.0):
+        raise ValueError(f"a and b must be positive, got a = {a:.3g}, b = {b:.3g}")
+    pairs = n * (n - 1.0)
+    with np.errstate(over="ignore"):
+        lg = max(abs(float(gammaln(min(a, b)))), abs(float(gammaln(a + b + pairs))), 1.0)
+        _too_big(6.0 * (n + 1.0) ** 2 * lg, "6 (n + 1)^2 |lgamma(a + b + n^2)| (the block-pair terms)",
+                 "decrease a and b")
+
+
 def check_representable(code: int, data: np.ndarray, hyper: np.ndarray) -> None:
     """Raise ``ValueError`` unless every statistic and log density the kernels compute for family
     ``code``, over any partition of the rows of ``data`` (n, D), is finite.
@@ -541,6 +570,17 @@ def check_representable(code: int, data: np.ndarray, hyper: np.ndarray) -> None:
         raise ValueError(f"{FAMILY_NAMES[code]}: data contain NaN or infinite values")
     n, dim = x.shape
     want = hyper_length(code, dim, n)
+    if code == NETWORK:
+        if dim != 1:
+            raise ValueError(f"NETWORK: data must be one (unused) column, got shape {x.shape}")
+        problem = _network.check_network_hyper(hp, n)
+        if problem is not None:
+            raise ValueError(f"NETWORK: {problem} (make it with families.network.network_hyper)")
+        try:
+            _check_network_values(hp, n)
+        except ValueError as err:
+            raise ValueError(f"NETWORK: {err}") from None
+        return
     if hp.ndim != 1 or hp.shape[0] < want or (code != NIW and hp.shape[0] != want):
         table = f" (its table must cover blocks of up to n = {n} rows: niw_hyper(..., n={n}))" if code == NIW else ""
         raise ValueError(f"{FAMILY_NAMES[code]}: the hyper vector must have length {want} for D = {dim}{table}, "
@@ -642,7 +682,7 @@ class FamilyPack(NamedTuple):
         return FamilyPack.build([(c, x, h) for (c, x, _), h in zip(self.parts(), hypers)], n=self.n)
 
 
-_WIDTH = {DIAG_NORMAL: (4, 2), NIW: (3, 5), BETA_BERNOULLI: (3, 1), GRAPH: (1, 2)}  # a D + b (+ D^2 for NIW)
+_WIDTH = {DIAG_NORMAL: (4, 2), NIW: (3, 5), BETA_BERNOULLI: (3, 1), GRAPH: (1, 2), NETWORK: (0, 1)}  # a D + b (+ D^2 for NIW)
 
 
 def check_pack(pack, owner: str | None = None) -> FamilyPack:
@@ -665,13 +705,38 @@ def check_pack(pack, owner: str | None = None) -> FamilyPack:
             a, b = _WIDTH.get(code, (0, -1))
             ok = (ok and b >= 0 and dim >= 1 and 0 <= do and do + dim <= cols and 0 <= so and 0 <= ho
                   and so + a * dim + b + (dim * dim if code == NIW else 0) <= width
-                  and ho + hyper_length(code, dim, n) <= hp.shape[0] and (code != GRAPH or dim == n))
+                  and ho + hyper_length(code, dim, n) <= hp.shape[0] and (code != GRAPH or dim == n)
+                  and (code != NETWORK or (dim == 1 and _network_layout_ok(hp, ho, n))))
     except (AttributeError, TypeError, ValueError):
         ok = False
     if not ok:
         prefix = f"{owner}: " if owner else ""
         raise ValueError(f"{prefix}the FamilyPack's layout is inconsistent: make it with FamilyPack.build")
     return pack
+
+
+def _network_layout_ok(hp, ho, n):
+    """The NETWORK hyper vector at ``ho`` fits in ``hp`` and its adjacency indexes inside it
+    (O(n + edges), compiled: what the kernels read without further checks)."""
+    nnz = hp[ho + 3]
+    if not (hp[ho + 2] in (0.0, 1.0) and nnz == math.floor(nnz) and 0 <= nnz <= n * (n - 1)):
+        return False
+    end = ho + _network.network_hyper_length(n, int(nnz), bool(hp[ho + 2]))
+    return end <= hp.shape[0] and _network.check_network_hyper(hp[ho:end], n) is None
+
+
+def has_network(pack) -> bool:
+    """True if the pack holds a NETWORK family (whose block-pair terms only some kernels add)."""
+    return bool(np.any(np.asarray(pack.codes) == NETWORK))
+
+
+def refuse_network(pack, owner: str) -> None:
+    """Raise unless the pack is free of NETWORK families: for kernels that read only per-block
+    statistics, which would silently drop the block-pair terms."""
+    if has_network(pack):
+        raise NotImplementedError(
+            f"{owner}: the network likelihood (BetaBernoulliNetwork, family NETWORK) is not separable over "
+            "blocks and this sampler does not support it; use CollapsedGibbs, ARM or SplitMerge")
 
 
 @numba.njit(cache=True, error_model="numpy")
@@ -796,6 +861,8 @@ def family_merge(code, st, dst, src, so, hp, ho, dim, members, start, count, wor
         for d in range(dim):
             st[dst, so + 1 + d] += st[src, so + 1 + d]
         _bb_refresh(st, dst, so, hp, ho, dim)
+    elif code == NETWORK:
+        st[dst, so] += st[src, so]
     else:  # GRAPH: edges inside the union = inside each + between them (src's members' neighbours in dst)
         between = 0.0
         for t in range(start, start + count):

@@ -24,6 +24,7 @@ __all__ = [
     "normal_normal_full_logp",
     "niw_logp",
     "beta_bernoulli_logp",
+    "beta_bernoulli_network_logp",
 ]
 
 _LOG_2PI = float(np.log(2.0 * np.pi))
@@ -294,3 +295,42 @@ def beta_bernoulli_logp(labels, Y, a, b):
     logp = pt.sum(val)
     binary = pt.all(pt.eq(Y, 0) | pt.eq(Y, 1))
     return _finish(logp, valid, binary, pt.all(pt.gt(a, 0)), pt.all(pt.gt(b, 0)))
+
+
+# --------------------------------------------------------------------------- network (IRM)
+def beta_bernoulli_network_logp(labels, edges, a, b, directed, n):
+    """Collapsed Bernoulli blockmodel log likelihood of a graph given the partition
+    (:mod:`pymc_partitions.families.network`): ``sum over block pairs of betaln(a + e_kl,
+    b + N_kl - e_kl) - betaln(a, b)``, within-block pairs included.
+
+    ``edges`` is the canonical (m, 2) edge list (``network.as_edges``); ``directed`` and ``n`` are
+    Python values. Blocks are renumbered 0..K-1 in the graph, so memory is O(n + m + K^2), never
+    n x n. Labels outside ``[0, n)`` and edges outside ``[0, n)`` or self-loops give -inf.
+    """
+    labels = pt.as_tensor_variable(labels)
+    if not labels.dtype.startswith(("int", "uint")):
+        labels = pt.cast(labels, "int64")
+    edges = pt.cast(pt.as_tensor_variable(edges), "int64")
+    a = pt.cast(a, "float64")  # (a Python 0.5 would become a float32 constant)
+    b = pt.cast(b, "float64")
+    valid = pt.all(pt.ge(labels, 0) & pt.lt(labels, n)) & pt.eq(labels.shape[0], n)
+    lab = pt.clip(labels, 0, n - 1)
+    src, dst = edges[:, 0], edges[:, 1]
+    valid = valid & pt.all(pt.ge(edges, 0) & pt.lt(edges, n)) & pt.all(pt.neq(src, dst))
+    src, dst = pt.clip(src, 0, n - 1), pt.clip(dst, 0, n - 1)
+    occupied = pt.cast(pt.gt(pt.zeros((n,), dtype="int64")[lab].inc(1), 0), "int64")
+    rank = pt.cumsum(occupied) - 1  # block of each label value, 0..K-1 (cumsum of a bool would wrap)
+    k = pt.sum(occupied)
+    z = rank[lab]
+    m = pt.zeros((k,), dtype="float64")[z].inc(1.0)
+    e = pt.zeros((k, k), dtype="float64")[z[src], z[dst]].inc(1.0)
+    if directed:
+        pairs = pt.outer(m, m) - pt.diag(m)
+        keep = pt.ones((k, k), dtype="float64")
+    else:
+        e = e + e.T - pt.diag(pt.diagonal(e))
+        pairs = pt.outer(m, m) - pt.diag(m * (m + 1.0) / 2.0)
+        keep = pt.triu(pt.ones((k, k), dtype="float64"))
+    val = _betaln(a + e, b + pairs - e) - _betaln(a, b)
+    logp = pt.sum(val * keep)
+    return _finish(logp, valid, pt.gt(a, 0), pt.gt(b, 0))

@@ -17,14 +17,15 @@ from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.graph.basic import Constant, Variable
 from pytensor.tensor.random.op import RandomVariable
 
-from ..families import draws, kernels, symbolic
+from ..families import draws, kernels, network, symbolic
 from ..families.predictive import BetaBernoulliFamily, DiagNormal, FullNormal, NIWFamily, replicate
 from ..families.transforms import whiten_full_normal
 from . import compat
 from .compat import ancestors
 from ..priors import FINITE_DIRICHLET, PITMAN_YOR, PartitionPrior, sample_sequential, symbolic_log_eppf
 
-__all__ = ["Partition", "NormalNormal", "NormalInverseWishart", "BetaBernoulli", "PartitionRV", "CollapsedLikelihoodRV"]
+__all__ = ["Partition", "NormalNormal", "NormalInverseWishart", "BetaBernoulli", "BetaBernoulliNetwork", "PartitionRV",
+           "CollapsedLikelihoodRV"]
 
 
 def constant_value(var):
@@ -235,6 +236,11 @@ class CollapsedLikelihoodRV(RandomVariable):
         """(family code, data, hyper vector) for the compiled kernels, from numeric values."""
         raise NotImplementedError
 
+    def check_observed(self, rv, value, n, dim):
+        """The observed value of likelihood ``rv`` validated for the kernels (``kernel_part``'s
+        ``data``): here (n, D) floats (:func:`check_data`)."""
+        return check_data(rv.name, value, n, binary=self.family_code == kernels.BETA_BERNOULLI, dim=dim)
+
     def family(self, dim, *hyper):
         """The :class:`~pymc_partitions.families.predictive.Family` (conditional posteriors, draws,
         predictive densities) at numeric hyperparameter values, for data of dimension ``dim``."""
@@ -351,6 +357,49 @@ class BetaBernoulliRV(CollapsedLikelihoodRV):
 
     def family(self, dim, a, b):
         return BetaBernoulliFamily(a, b, dim)
+
+
+class BetaBernoulliNetworkRV(CollapsedLikelihoodRV):
+    """A graph on the partition's n items as a canonical (m, 2) edge list given the labels; parameters
+    (labels, a, b, directed, n, m)."""
+
+    name = "beta_bernoulli_network"
+    signature = "(n),(),(),(),(),()->(m,t)"
+    dtype = "int64"
+    _print_name = ("BetaBernoulliNetwork", "\\operatorname{BetaBernoulliNetwork}")
+    family_code = kernels.NETWORK
+
+    def _supp_shape_from_params(self, dist_params, param_shapes=None):
+        return (dist_params[5], 2)
+
+    @staticmethod
+    def data_dim(rv):
+        return 2
+
+    def rng_fn(self, rng, labels, a, b, directed, n, m, size=None):
+        raise NotImplementedError(_NETWORK_NO_FORWARD)
+
+    def check_observed(self, rv, value, n, dim):
+        return network.as_edges(value, n, directed=bool(constant_value(rv.owner.inputs[6])), name=rv.name)
+
+    def kernel_part(self, edges, a, b, directed, n, m):
+        n = int(n)
+        return kernels.NETWORK, np.zeros((n, 1)), network.network_hyper(a, b, edges, n, bool(directed))
+
+    def family(self, dim, *hyper):
+        raise NotImplementedError("BetaBernoulliNetwork (family NETWORK): collapsed predictive densities and cluster "
+                                  "parameters are defined for item-wise likelihoods only; for the block-pair "
+                                  "probabilities use pymc_partitions.families.network.block_probabilities")
+
+    def posterior_replicate(self, rv):
+        raise NotImplementedError(_NETWORK_NO_FORWARD)
+
+
+_NETWORK_NO_FORWARD = (
+    "BetaBernoulliNetwork: forward draws (pm.sample_prior_predictive / pm.sample_posterior_predictive) are not "
+    "supported: a replicated graph has a random number of edges, which the edge-list value cannot hold. Draw the "
+    "block-pair probabilities from their Beta posterior, and replicated graphs from them, with "
+    "pymc_partitions.families.network.block_probabilities and replicate_edges")
 
 
 class PosteriorReplicateRV(RandomVariable):
@@ -504,6 +553,73 @@ def _spd(name, arg, value, dim):
     except np.linalg.LinAlgError:
         raise ValueError(f"{name!r}: {arg} must be positive definite") from None
     return arr
+
+
+class BetaBernoulliNetwork(pm.Discrete):
+    r"""Collapsed Bernoulli stochastic blockmodel (the infinite relational model of Kemp et al. 2006
+    with a CRP prior; seed 004 Sec. 3.2) for a graph on the partition's items.
+
+    ``theta_kl ~ Beta(a, b)`` for every pair of blocks, ``A_ij ~ Bernoulli(theta_{z_i z_j})`` for
+    every pair of nodes, theta integrated out:
+    ``sum over block pairs of log B(a + e_kl, b + N_kl - e_kl) - log B(a, b)``, with e_kl the edges
+    and N_kl the node pairs between blocks k and l, **within-block pairs included** (N_kk =
+    m_k (m_k - 1) / 2 undirected). ``directed=True``: ordered pairs (k, l) for all k, l, N_kk =
+    m_k (m_k - 1). No self-loops in either case.
+
+    ``observed``: a dense n x n 0/1 adjacency matrix (symmetric unless ``directed``; the diagonal
+    must be 0: self-loops are refused, not ignored), a ``scipy.sparse`` matrix of that kind, or an
+    (m, 2) integer edge list (undirected: each edge once, either orientation; an n x n array is
+    always read as a matrix). It is stored as the canonical edge list (rows sorted, ``i < j``
+    when undirected), the variable's value; memory O(edges + K^2), never n x n for sparse input.
+    ``a``, ``b``: positive numbers or PyMC variables. Sampled by ``CollapsedGibbs`` (a node move
+    costs O(degree + K^2)), ``ARM`` and ``SplitMerge``; PGSM and SAMS refuse it. Forward draws
+    (prior and posterior predictive) are refused; see
+    :func:`pymc_partitions.families.network.block_probabilities`.
+
+    Examples
+    --------
+    >>> import numpy as np, pymc as pm, pymc_partitions as pmp
+    >>> edges = np.array([[0, 1], [1, 2], [0, 2], [3, 4]])
+    >>> with pm.Model() as model:
+    ...     z = pmp.Partition("z", pmp.CRP(1.0), n=5)
+    ...     A = pmp.BetaBernoulliNetwork("A", partition=z, a=1.0, b=1.0, observed=edges)
+    >>> model.compile_logp()({"z": [0, 0, 0, 1, 1]}) > model.compile_logp()({"z": [0, 1, 0, 1, 0]})
+    np.True_
+    """
+
+    rv_op = BetaBernoulliNetworkRV()
+
+    def __new__(cls, name, partition, a=1.0, b=1.0, *, observed=None, directed=False, **kwargs):
+        n = _check_partition(name, partition)
+        if not isinstance(directed, (bool, np.bool_)):
+            raise TypeError(f"{name!r}: directed must be True or False, got {directed!r}")
+        if observed is None:
+            raise TypeError(f"{name!r}: a collapsed likelihood needs observed data (observed=...)")
+        if isinstance(observed, Variable):
+            raise TypeError(f"{name!r}: observed must be an adjacency matrix or an edge list (numpy or scipy.sparse); "
+                            "pm.Data is not supported for networks")
+        edges = network.as_edges(observed, n, directed=bool(directed), name=name)
+        hyper = (_scalar(name, "a", a, greater=0.0), _scalar(name, "b", b, greater=0.0))
+        if not any(isinstance(h, Variable) for h in hyper):
+            kernels.FamilyPack.build([cls.rv_op.kernel_part(edges, *hyper, bool(directed), n, edges.shape[0])], n=n,
+                                     names=[name])
+        for key in ("shape", "size", "dims"):
+            if kwargs.get(key) is not None:
+                raise TypeError(f"{name!r}: {key} is not supported (the value is the edge list)")
+        return super().__new__(cls, name, partition, *hyper, int(bool(directed)), n, edges.shape[0], observed=edges,
+                               **kwargs)
+
+    @classmethod
+    def dist(cls, partition, a, b, directed, n, m, **kwargs):
+        return super().dist([partition, a, b, directed, n, m], **kwargs)
+
+    def support_point(rv, size, partition, a, b, directed, n, m):
+        return pt.zeros_like(rv)
+
+    def logp(value, partition, a, b, directed, n, m):
+        lp = symbolic.beta_bernoulli_network_logp(partition, value, a, b, bool(constant_value(directed)),
+                                                 int(constant_value(n)))
+        return check_parameters(lp, pt.gt(a, 0), pt.gt(b, 0), msg="a > 0, b > 0")
 
 
 class NormalNormal(pm.Continuous):

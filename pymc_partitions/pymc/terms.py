@@ -12,10 +12,10 @@ import pymc as pm
 import pytensor
 from pytensor.compile.sharedvalue import SharedVariable
 
-from ..families.kernels import BETA_BERNOULLI, FamilyPack
+from ..families.kernels import FamilyPack
 from ..priors import FINITE_DIRICHLET, PITMAN_YOR
 from .compat import ancestors
-from .distributions import CollapsedLikelihoodRV, check_data, constant_value, is_partition, partition_size
+from .distributions import CollapsedLikelihoodRV, constant_value, is_partition, partition_size
 
 __all__ = ["PartitionTerms"]
 
@@ -44,7 +44,7 @@ class ObservedData:
         expr = model.rvs_to_values[likelihood]
         self.name = likelihood.name
         self.n = n
-        self.binary = likelihood.owner.op.family_code == BETA_BERNOULLI
+        self.rv = likelihood
         self.dim = likelihood.owner.op.data_dim(likelihood)
         self.shared = [v for v in ancestors([expr]) if isinstance(v, SharedVariable)]
         self._read = pytensor.function([], expr) if self.shared else None
@@ -54,7 +54,7 @@ class ObservedData:
         self.dim = self.value.shape[1]
 
     def _check(self, value):
-        return check_data(self.name, value, self.n, binary=self.binary, dim=self.dim)
+        return self.rv.owner.op.check_observed(self.rv, value, self.n, self.dim)
 
     def current(self):
         """(data (n, D) float64, True if they changed since the last call)."""

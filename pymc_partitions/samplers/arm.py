@@ -79,7 +79,9 @@ from ..families.kernels import (FamilyPack, merge_work_size, pack_init, pack_log
                                 pack_merge, pack_set_stats, pack_update)
 from ..partition import as_labels, canonicalize_into, integer_labels
 from ..priors import log_eppf_sizes, log_join_set_weight, log_join_weight, log_new_set_weight, log_new_weight
+from ..families.network import net_add_node, net_clear_counts, net_join_logw, net_node_counts
 from .gibbs import check_model
+from .network import net_fill, net_set_counts, net_total, network_offsets
 
 __all__ = ["arm_move", "arm_log_proposal", "arm_select_pair", "ARMKernel", "alternating_roles", "ReferencePool",
            "MODES"]
@@ -221,13 +223,17 @@ def _set_join_weights(stats, live, nlive, size, lm, ra, s, members, start, work_
 
 @numba.njit(cache=True, error_model="numpy")
 def _arm_path(x, za, zb, i, j, perm, rank, alloc_key, forced, target, prior_code, prior_params,
-              codes, dims, data_off, stat_off, hyper_off, hyper, data, width, work_size, out, res):
+              codes, dims, data_off, stat_off, hyper_off, hyper, data, width, work_size, out, res, net_ho):
     """The ARM procedure from ``x`` (Algorithm 3), drawing its choices (``forced`` False: uniform
     ``alloc_key``/item for each unit) or forcing them towards ``target``. Writes the canonical end
     state into ``out`` and the record into ``res``: log T (-inf if no path), log pi(x), status (OK,
     DEAD_END: every option of a draw impossible, UNREACHABLE: no forced path), split launch, |U|,
     refinement blocks moved as units, K of x, K of the end state. A forced path that fails its
-    first checks stops before log pi(x) is computed (NaN)."""
+    first checks stops before log pi(x) is computed (NaN).
+
+    Network families (hyper offsets ``net_ho``): ``E[f]`` counts the edges between the rows of
+    the items placed so far (``blk >= 0``), and every weight adds the change of the block-pair
+    terms (``families.network.net_join_logw``) over all live rows: O(R^2) memory for R rows."""
     n = x.shape[0]
     for c in range(RECORD):
         res[c] = 0.0
@@ -347,6 +353,18 @@ def _arm_path(x, za, zb, i, j, perm, rank, alloc_key, forced, target, prior_code
         pack_set_stats(codes, dims, data_off, stat_off, hyper_off, hyper, stats, b, data, xitems, xstart[b], xsize[b],
                        scratch)
         log_pi += pack_log_marginal(codes, dims, stat_off, hyper_off, hyper, stats, b)
+    nf = net_ho.shape[0]
+    E = np.zeros((nf, n_rows if nf > 0 else 0, n_rows if nf > 0 else 0))
+    nout = np.zeros((nf, n_rows))
+    ninn = np.zeros((nf, n_rows))
+    n_touch = 2 * n
+    for f in range(nf):
+        n_touch = max(n_touch, 2 * int(hyper[net_ho[f] + 3]))
+    ntouch = np.zeros((nf, n_touch + 1), np.int64)
+    nw1 = np.empty(1)
+    if nf > 0:
+        net_fill(E, net_ho, hyper, n, cx)
+        log_pi += net_total(E, net_ho, hyper, xsize, np.arange(k), k)
     res[R_LOGPI] = log_pi + log_eppf_sizes(prior_code, prior_params, xsize)
     for c in range(nc):
         pack_set_stats(codes, dims, data_off, stat_off, hyper_off, hyper, stats, k + c, data, citems, cstart[c],
@@ -379,6 +397,8 @@ def _arm_path(x, za, zb, i, j, perm, rank, alloc_key, forced, target, prior_code
         blk[citems[q]] = pi_row
     for q in range(cstart[cj], cstart[cj + 1]):
         blk[citems[q]] = pj_row
+    if nf > 0:
+        net_fill(E, net_ho, hyper, n, blk)
 
     log_t = 0.0
     logw = np.empty(n_rows + 1)
@@ -398,6 +418,14 @@ def _arm_path(x, za, zb, i, j, perm, rank, alloc_key, forced, target, prior_code
         e = em[a]
         _set_join_weights(stats, live, nlive, size, lm, ra, s, citems, cstart[a], work_row, cand, logw, prior_code,
                           prior_params, codes, dims, stat_off, hyper_off, hyper, work)
+        for f in range(nf):
+            ct, internal = net_set_counts(hyper, net_ho[f], n, blk, citems, cstart[a], s, cid, a, nout[f], ninn[f],
+                                          ntouch[f])
+            nw1[0] = 0.0
+            net_join_logw(E, f, hyper, net_ho[f], size, live, nlive, live, nlive, nout[f], ninn[f], float(s), internal,
+                          logw, nw1)
+            logw[nlive] += nw1[0]
+            net_clear_counts(nout[f], ninn[f], ntouch[f], ct)
         lse = _log_normaliser(logw, nlive + 1)
         if forced:
             o = _forced_option(target[e], ti, tj, i, j, blk, wit, pos, nlive)
@@ -423,6 +451,8 @@ def _arm_path(x, za, zb, i, j, perm, rank, alloc_key, forced, target, prior_code
             nlive = _live_add(live, pos, nlive, r)
         for q in range(cstart[a], cstart[a + 1]):
             blk[citems[q]] = r
+            for f in range(nf):  # one member at a time: each edge inside the set counted once
+                net_add_node(E, f, hyper, net_ho[f], n, blk, citems[q], r, 1.0)
         if forced:
             y = target[e]
             if y != ti and y != tj and wit[y] < 0:
@@ -443,6 +473,9 @@ def _arm_path(x, za, zb, i, j, perm, rank, alloc_key, forced, target, prior_code
             continue
         if in_u[h]:  # an unrestricted Gibbs choice
             r0 = blk[h]
+            for f in range(nf):
+                ntouch[f, n_touch] = net_node_counts(hyper, net_ho[f], n, blk, h, nout[f], ninn[f], ntouch[f], 0)
+                net_add_node(E, f, hyper, net_ho[f], n, blk, h, r0, -1.0)
             size[r0] -= 1
             pack_update(codes, dims, data_off, stat_off, hyper_off, hyper, stats, r0, data, h, -1.0, scratch)
             if size[r0] == 0:  # (not reached: its block keeps i, j or an earmark)
@@ -458,6 +491,11 @@ def _arm_path(x, za, zb, i, j, perm, rank, alloc_key, forced, target, prior_code
                                scratch, one)
                 w = one[0]
             logw[nlive] = w
+            for f in range(nf):
+                nw1[0] = 0.0
+                net_join_logw(E, f, hyper, net_ho[f], size, live, nlive, live, nlive, nout[f], ninn[f], 1.0, 0.0, logw,
+                              nw1)
+                logw[nlive] += nw1[0]
             lse = _log_normaliser(logw, nlive + 1)
             if forced:
                 o = _forced_option(target[h], ti, tj, i, j, blk, wit, pos, nlive)
@@ -482,6 +520,9 @@ def _arm_path(x, za, zb, i, j, perm, rank, alloc_key, forced, target, prior_code
             pack_update(codes, dims, data_off, stat_off, hyper_off, hyper, stats, r, data, h, 1.0, scratch)
             size[r] += 1
             blk[h] = r
+            for f in range(nf):
+                net_add_node(E, f, hyper, net_ho[f], n, blk, h, r, 1.0)
+                net_clear_counts(nout[f], ninn[f], ntouch[f], ntouch[f, n_touch])
             if forced:
                 y = target[h]
                 if y != ti and y != tj and wit[y] < 0:
@@ -495,6 +536,9 @@ def _arm_path(x, za, zb, i, j, perm, rank, alloc_key, forced, target, prior_code
                     return
                 continue
             _copy_row(stats, backup, b)
+            for f in range(nf):
+                ntouch[f, n_touch] = net_node_counts(hyper, net_ho[f], n, blk, h, nout[f], ninn[f], ntouch[f], 0)
+                net_add_node(E, f, hyper, net_ho[f], n, blk, h, b, -1.0)
             size[b] -= 1
             pack_update(codes, dims, data_off, stat_off, hyper_off, hyper, stats, b, data, h, -1.0, scratch)
             rows3[0] = pi_row
@@ -509,6 +553,10 @@ def _arm_path(x, za, zb, i, j, perm, rank, alloc_key, forced, target, prior_code
                 logw[m] = log_join_weight(prior_code, prior_params, size[b])
                 pack_log_preds(codes, dims, data_off, stat_off, hyper_off, hyper, stats, rows3, m + 1, data, h,
                                scratch, logw)
+                for f in range(nf):
+                    nw1[0] = 0.0
+                    net_join_logw(E, f, hyper, net_ho[f], size, live, nlive, rows3, m + 1, nout[f], ninn[f], 1.0, 0.0,
+                                  logw, nw1)
             else:  # alone: staying is a block of its own
                 pack_log_preds(codes, dims, data_off, stat_off, hyper_off, hyper, stats, rows3, m, data, h, scratch,
                                logw)
@@ -519,6 +567,11 @@ def _arm_path(x, za, zb, i, j, perm, rank, alloc_key, forced, target, prior_code
                                    scratch, one)
                     w = one[0]
                 logw[m] = w
+                for f in range(nf):
+                    nw1[0] = 0.0
+                    net_join_logw(E, f, hyper, net_ho[f], size, live, nlive, rows3, m, nout[f], ninn[f], 1.0, 0.0,
+                                  logw, nw1)
+                    logw[m] += nw1[0]
             lse = _log_normaliser(logw, m + 1)
             if forced:
                 y = target[h]
@@ -537,11 +590,16 @@ def _arm_path(x, za, zb, i, j, perm, rank, alloc_key, forced, target, prior_code
             if o == m:
                 _copy_row(stats, b, backup)
                 size[b] += 1
+                r = b
             else:
                 r = rows3[o]
                 pack_update(codes, dims, data_off, stat_off, hyper_off, hyper, stats, r, data, h, 1.0, scratch)
                 size[r] += 1
                 blk[h] = r
+            for f in range(nf):
+                net_add_node(E, f, hyper, net_ho[f], n, blk, h, r, 1.0)
+                net_clear_counts(nout[f], ninn[f], ntouch[f], ntouch[f, n_touch])
+            if o != m:
                 orig_left[b] -= 1
                 if size[b] == 0:
                     nlive = _live_remove(live, pos, nlive, b)
@@ -560,24 +618,24 @@ def _arm_path(x, za, zb, i, j, perm, rank, alloc_key, forced, target, prior_code
 
 @numba.njit(cache=True, error_model="numpy")
 def _arm_core(x, za, zb, i, j, perm, rank, alloc_key, propose, has_propose, prior_code, prior_params,
-              codes, dims, data_off, stat_off, hyper_off, hyper, data, width, work_size, proposal, res_f, res_r):
+              codes, dims, data_off, stat_off, hyper_off, hyper, data, width, work_size, proposal, res_f, res_r, net_ho):
     """A proposal from ``x`` (drawn, or forced to ``propose``) into ``proposal`` with its record in
     ``res_f``, then the forced path back to ``x`` with its record in ``res_r`` (if the proposal
     was made: ``res_f`` status OK)."""
     _arm_path(x, za, zb, i, j, perm, rank, alloc_key, has_propose, propose, prior_code, prior_params,
-              codes, dims, data_off, stat_off, hyper_off, hyper, data, width, work_size, proposal, res_f)
+              codes, dims, data_off, stat_off, hyper_off, hyper, data, width, work_size, proposal, res_f, net_ho)
     for c in range(RECORD):
         res_r[c] = 0.0
     if res_f[R_STATUS] != OK:
         return
     back = np.empty(x.shape[0], np.int64)
     _arm_path(proposal, za, zb, i, j, perm, rank, alloc_key, True, x, prior_code, prior_params,
-              codes, dims, data_off, stat_off, hyper_off, hyper, data, width, work_size, back, res_r)
+              codes, dims, data_off, stat_off, hyper_off, hyper, data, width, work_size, back, res_r, net_ho)
 
 
 @numba.njit(cache=True, error_model="numpy")
 def _log_proposals(starts, targets, za, zb, i, j, perm, rank, prior_code, prior_params,
-                   codes, dims, data_off, stat_off, hyper_off, hyper, data, width, work_size, lt, lp):
+                   codes, dims, data_off, stat_off, hyper_off, hyper, data, width, work_size, lt, lp, net_ho):
     """lt[a, b] = log T(targets[b] | starts[a]) by the forced path, lp[a] = log pi(starts[a])."""
     out = np.empty(starts.shape[1], np.int64)
     res = np.empty(RECORD)
@@ -585,7 +643,7 @@ def _log_proposals(starts, targets, za, zb, i, j, perm, rank, prior_code, prior_
         lp[a] = np.nan
         for b in range(targets.shape[0]):
             _arm_path(starts[a], za, zb, i, j, perm, rank, np.uint64(0), True, targets[b], prior_code, prior_params,
-                      codes, dims, data_off, stat_off, hyper_off, hyper, data, width, work_size, out, res)
+                      codes, dims, data_off, stat_off, hyper_off, hyper, data, width, work_size, out, res, net_ho)
             lt[a, b] = res[R_LOGT]
             if res[R_LOGPI] == res[R_LOGPI]:
                 lp[a] = res[R_LOGPI]
@@ -601,7 +659,7 @@ def _proposal_matrix(starts, targets, pack, prior_code, prior_params, za, zb, pa
     lp = np.empty(starts.shape[0])
     _log_proposals(starts, targets, za, zb, int(pair[0]), int(pair[1]), perm, rank, prior_code, prior_params,
                    pack.codes, pack.dims, pack.data_off, pack.stat_off, pack.hyper_off, pack.hyper, pack.data,
-                   pack.width, merge_work_size(pack.codes, pack.dims), lt, lp)
+                   pack.width, merge_work_size(pack.codes, pack.dims), lt, lp, network_offsets(pack))
     return lt, lp
 
 
@@ -742,7 +800,8 @@ def _run(labels, pack, prior_code, prior_params, za, zb, i, j, perm, rank, seed,
     forced = propose is not None
     _arm_core(labels, za, zb, i, j, perm, rank, np.uint64(stream_key(seed, ALLOCATION)), propose if forced else labels, forced,
               prior_code, prior_params, pack.codes, pack.dims, pack.data_off, pack.stat_off, pack.hyper_off,
-              pack.hyper, pack.data, pack.width, merge_work_size(pack.codes, pack.dims), proposal, res_f, res_r)
+              pack.hyper, pack.data, pack.width, merge_work_size(pack.codes, pack.dims), proposal, res_f, res_r,
+              network_offsets(pack))
     info = {"skipped": False, "move": "split" if res_f[R_SPLIT] else "merge", "pair": (i, j),
             "u_size": int(res_f[R_USIZE]), "refinement_blocks": int(res_f[R_NREF]), "k_before": int(res_f[R_KSTART])}
     status = int(res_f[R_STATUS])
@@ -814,7 +873,7 @@ def arm_move(labels, pack: FamilyPack, prior_code: int, prior_params, references
     ('split', 8)
     """
     owner = "arm_move"
-    prior_code, prior_params = check_model(pack, prior_code, prior_params, owner)
+    prior_code, prior_params = check_model(pack, prior_code, prior_params, owner, network=True)
     n = pack.data.shape[0]
     labels = as_labels(labels, n, owner=owner)
     za, zb = _references(references, n, owner)
@@ -831,7 +890,7 @@ def arm_log_proposal(labels, proposal, pack: FamilyPack, prior_code: int, prior_
     """log T(proposal | labels) of the ARM move with these references, pair and ranks (from
     ``order_seed`` if given, else ``seed``), by the forced path: -inf if the move cannot propose it."""
     owner = "arm_log_proposal"
-    prior_code, prior_params = check_model(pack, prior_code, prior_params, owner)
+    prior_code, prior_params = check_model(pack, prior_code, prior_params, owner, network=True)
     n = pack.data.shape[0]
     labels = as_labels(labels, n, owner=owner)
     proposal = as_labels(proposal, n, name="proposal", owner=owner)
@@ -843,7 +902,7 @@ def arm_log_proposal(labels, proposal, pack: FamilyPack, prior_code: int, prior_
     res = np.empty(RECORD)
     _arm_path(labels, za, zb, i, j, perm, rank, np.uint64(0), True, proposal, prior_code, prior_params,
               pack.codes, pack.dims, pack.data_off, pack.stat_off, pack.hyper_off, pack.hyper, pack.data, pack.width,
-              merge_work_size(pack.codes, pack.dims), out, res)
+              merge_work_size(pack.codes, pack.dims), out, res, network_offsets(pack))
     return float(res[R_LOGT])
 
 
@@ -915,7 +974,7 @@ class ARMKernel:
 
     def set_model(self, pack: FamilyPack, prior_params) -> None:
         """New data or hyperparameter values (checked)."""
-        _, self.prior_params = check_model(pack, self.prior_code, prior_params, "ARMKernel")
+        _, self.prior_params = check_model(pack, self.prior_code, prior_params, "ARMKernel", network=True)
         self.pack = pack
 
     def move(self, labels, references, seed):

@@ -20,7 +20,8 @@ import numpy as np
 
 from .. import _checks
 from .._numeric import check_uniforms, draw_log_weights
-from ..families.kernels import FamilyPack, check_pack, pack_init, pack_log_marginal, pack_log_preds, pack_update
+from ..families.kernels import (FamilyPack, check_pack, has_network, pack_init, pack_log_marginal, pack_log_preds,
+                                pack_update, refuse_network)
 from ..partition import as_labels, canonicalize_into, index_array
 from ..priors import FINITE_DIRICHLET, PITMAN_YOR, UNIFORM_LABELS, log_eppf_sizes, log_join_weight, log_new_weight
 
@@ -29,10 +30,13 @@ __all__ = ["gibbs_sweeps", "log_joint", "GibbsKernel", "check_model"]
 _ALPHA_MAX = 1e290  # lgamma(alpha + n) and its like stay finite (lgamma overflows near 2.5e305)
 
 
-def check_model(pack, prior_code, prior_params, owner: str) -> tuple[int, np.ndarray]:
+def check_model(pack, prior_code, prior_params, owner: str, *, network: bool = False) -> tuple[int, np.ndarray]:
     """(prior code, prior params as float64 [alpha, discount, k]) after checking them and the pack's
-    layout: what every kernel entry point does before it calls compiled code."""
+    layout: what every kernel entry point does before it calls compiled code. Packs with a network
+    likelihood (``NETWORK``) are refused unless the caller adds its block-pair terms (``network``)."""
     check_pack(pack, owner)
+    if not network:
+        refuse_network(pack, owner)
     code = prior_code if type(prior_code) is int and 0 <= prior_code <= 2 else \
         _checks.integer("prior_code", prior_code, low=0, high=2, owner=owner)  # (the common case first: fast)
     try:
@@ -268,16 +272,24 @@ def gibbs_sweeps(labels, pack: FamilyPack, prior_code: int, prior_params, orders
 
     Every argument is checked first (labels: n integers in [0, n); orders: (sweeps, visits)
     integers in [0, n); uniforms: the same shape, in [0, 1)), so the compiled sweep never indexes
-    out of bounds. ``ValueError`` if a draw meets a NaN or +inf log weight, or no possible option
+    out of bounds. Packs with network likelihoods (``NETWORK``) run the sweep of
+    :mod:`.network`, which adds their block-pair terms. ``ValueError`` if a draw meets a NaN or +inf log weight, or no possible option
     (a current state of probability 0).
     """
-    code, params = check_model(pack, prior_code, prior_params, "gibbs_sweeps")
+    code, params = check_model(pack, prior_code, prior_params, "gibbs_sweeps", network=True)
     n = pack.data.shape[0]
     labels = as_labels(labels, n, owner="gibbs_sweeps")
     orders = np.atleast_2d(index_array(orders, n, name="orders", owner="gibbs_sweeps"))
     if orders.ndim != 2:
         raise ValueError(f"gibbs_sweeps: orders must be (sweeps, visits), got shape {orders.shape}")
     uniforms = check_uniforms(np.atleast_2d(np.asarray(uniforms, dtype=np.float64)), orders.shape, "gibbs_sweeps")
+    if has_network(pack):  # block-pair terms: the sweep of samplers/network.py
+        from .network import _network_gibbs_sweeps, network_offsets  # noqa: PLC0415 (imports this module)
+
+        return _network_gibbs_sweeps(
+            labels, orders, uniforms, code, params, pack.codes, pack.dims, pack.data_off, pack.stat_off,
+            pack.hyper_off, pack.hyper, pack.data, pack.width, network_offsets(pack),
+        )
     return _gibbs_sweeps(
         labels, orders, uniforms, code, params,
         pack.codes, pack.dims, pack.data_off, pack.stat_off, pack.hyper_off, pack.hyper, pack.data, pack.width,
@@ -304,7 +316,7 @@ class GibbsKernel:
     """
 
     def __init__(self, pack: FamilyPack, prior_code: int, prior_params, sweeps: int = 1):
-        self.prior_code, self.prior_params = check_model(pack, prior_code, prior_params, "GibbsKernel")
+        self.prior_code, self.prior_params = check_model(pack, prior_code, prior_params, "GibbsKernel", network=True)
         self.pack = pack
         self.sweeps = _checks.integer("sweeps", sweeps, low=1, owner="GibbsKernel")
 

@@ -33,7 +33,9 @@ from ..families.kernels import FamilyPack, pack_init, pack_log_marginal, pack_lo
 from ..partition import as_labels, canonicalize_into
 from ..priors import log_join_set_weight, log_join_weight, log_new_weight
 from .arm import _log_normaliser, _named_seed, _pick
+from ..families.network import net_add_node, net_clear_counts, net_join_logw, net_node_counts
 from .gibbs import check_model
+from .network import net_fill, net_total, network_offsets
 from .sams import _pair
 
 __all__ = ["jain_neal_move", "jain_neal_log_proposal", "JainNealKernel"]
@@ -61,10 +63,15 @@ def _restricted(h, side, size, stats, rows, logw, prior_code, prior_params, code
 
 @numba.njit(cache=True, error_model="numpy")
 def _jn_core(x, i, j, scans, order_key, launch_key, scan_key, final_key, propose, has_propose,
-             prior_code, prior_params, codes, dims, data_off, stat_off, hyper_off, hyper, data, width, out, res):
+             prior_code, prior_params, codes, dims, data_off, stat_off, hyper_off, hyper, data, width, out, res,
+             net_ho):
     """One proposal; writes it (canonical labels) into ``out`` and the record into ``res``; ``out``
     is ``x`` canonicalised when no proposal is made (a dead end, or a forced proposal the move
-    cannot make)."""
+    cannot make).
+
+    Network families (hyper offsets ``net_ho``): nodes sit in rows ``slot`` -- x's other blocks
+    (their labels), side 0 and side 1 (rows k, k + 1) -- with edge counts ``E`` between rows, and
+    each restricted weight adds the change of all block-pair terms (O(degree + k) per item)."""
     n = x.shape[0]
     cx = np.empty(n, np.int64)
     k = canonicalize_into(x, cx)
@@ -104,12 +111,37 @@ def _jn_core(x, i, j, scans, order_key, launch_key, scan_key, final_key, propose
         side[h] = 0 if keyed_uniform(launch_key, h) < 0.5 else 1
         pack_update(codes, dims, data_off, stat_off, hyper_off, hyper, stats, side[h], data, h, 1.0, scratch)
         size[side[h]] += 1
+    nf = net_ho.shape[0]
+    nrows = k + 2
+    slot = np.empty(n, np.int64)
+    for h in range(n):
+        slot[h] = k + side[h] if side[h] >= 0 else cx[h]
+    rsize = np.zeros(nrows, np.int64)
+    for h in range(n):
+        rsize[slot[h]] += 1
+    all_rows = np.arange(nrows)
+    sides = np.arange(k, k + 2)
+    E = np.zeros((nf, nrows if nf > 0 else 0, nrows if nf > 0 else 0))
+    nout = np.zeros((nf, nrows))
+    ninn = np.zeros((nf, nrows))
+    ntouch = np.zeros((nf, 2 * n + 1), np.int64)
+    nw1 = np.empty(1)
+    if nf > 0:
+        net_fill(E, net_ho, hyper, n, slot)
     for scan in range(scans + 1):  # L intermediate scans, then the final one
         final = scan == scans
         for t in range(ns):
             h = rest[t]
             lse = _restricted(h, side, size, stats, rows, logw, prior_code, prior_params, codes, dims, data_off,
                               stat_off, hyper_off, hyper, data, scratch)
+            if nf > 0:  # the block-pair terms, against every row
+                rsize[slot[h]] -= 1
+                for f in range(nf):
+                    ntouch[f, 2 * n] = net_node_counts(hyper, net_ho[f], n, slot, h, nout[f], ninn[f], ntouch[f], 0)
+                    net_add_node(E, f, hyper, net_ho[f], n, slot, h, slot[h], -1.0)
+                    net_join_logw(E, f, hyper, net_ho[f], rsize, all_rows, nrows, sides, 2, nout[f], ninn[f], 1.0, 0.0,
+                                  logw, nw1)
+                lse = _log_normaliser(logw, 2)
             if final and (has_propose or not same):  # forced: to the proposal's or to x's split
                 if not same:
                     o = 0 if cx[h] == bi else 1
@@ -135,6 +167,12 @@ def _jn_core(x, i, j, scans, order_key, launch_key, scan_key, final_key, propose
             side[h] = o
             size[o] += 1
             pack_update(codes, dims, data_off, stat_off, hyper_off, hyper, stats, o, data, h, 1.0, scratch)
+            if nf > 0:
+                slot[h] = k + o
+                rsize[k + o] += 1
+                for f in range(nf):
+                    net_add_node(E, f, hyper, net_ho[f], n, slot, h, k + o, 1.0)
+                    net_clear_counts(nout[f], ninn[f], ntouch[f], ntouch[f, 2 * n])
     # log pi(split) - log pi(merged), from the split's two blocks
     for r in range(2):
         for h in range(n):
@@ -147,6 +185,15 @@ def _jn_core(x, i, j, scans, order_key, launch_key, scan_key, final_key, propose
     d += pack_log_marginal(codes, dims, stat_off, hyper_off, hyper, stats, 0)
     d += pack_log_marginal(codes, dims, stat_off, hyper_off, hyper, stats, 1)
     d -= pack_log_marginal(codes, dims, stat_off, hyper_off, hyper, stats, 2)
+    if nf > 0:  # the split's block-pair terms (E is up to date) minus the merged state's
+        d += net_total(E, net_ho, hyper, rsize, all_rows, nrows)
+        for h in range(n):
+            if slot[h] == k + 1:
+                slot[h] = k
+        rsize[k] += rsize[k + 1]
+        rsize[k + 1] = 0
+        net_fill(E, net_ho, hyper, n, slot)
+        d -= net_total(E, net_ho, hyper, rsize, all_rows, nrows)
     res[3] = size[0]
     res[4] = size[1]
     tmp_labels = np.empty(n, np.int64)
@@ -196,7 +243,7 @@ def _run(labels, pack, prior_code, prior_params, pair, seed, scans, launch_seed,
     _jn_core(labels, int(pair[0]), int(pair[1]), scans, order_key, launch_key, scan_key, final_key,
              propose if propose is not None else labels, propose is not None, prior_code, prior_params,
              pack.codes, pack.dims, pack.data_off, pack.stat_off, pack.hyper_off, pack.hyper, pack.data, pack.width,
-             out, res)
+             out, res, network_offsets(pack))
     status = int(res[5])
     split = bool(res[0])
     log_ratio = _log_ratio(split, float(res[1]), float(res[2])) if status == OK else -math.inf
@@ -251,7 +298,7 @@ def jain_neal_move(labels, pack: FamilyPack, prior_code: int, prior_params, rand
     ('split', True, [0, 0, 0, 0, 0, 1, 1, 1, 1, 1])
     """
     owner = "jain_neal_move"
-    prior_code, prior_params = check_model(pack, prior_code, prior_params, owner)
+    prior_code, prior_params = check_model(pack, prior_code, prior_params, owner, network=True)
     labels = as_labels(labels, pack.data.shape[0], owner=owner)
     pair, seed = _pair(randomness, labels.shape[0], owner)
     scans = _scans(intermediate_scans, owner)
@@ -290,7 +337,7 @@ class JainNealKernel:
     """
 
     def __init__(self, pack: FamilyPack, prior_code: int, prior_params, intermediate_scans=5):
-        self.prior_code, self.prior_params = check_model(pack, prior_code, prior_params, "JainNealKernel")
+        self.prior_code, self.prior_params = check_model(pack, prior_code, prior_params, "JainNealKernel", network=True)
         if pack.data.shape[0] < 2:
             raise ValueError("JainNealKernel: a split-merge move needs at least two items")
         self.pack = pack
