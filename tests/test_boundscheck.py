@@ -27,6 +27,7 @@ FILES = [
     "test_counter_uniforms.py",
     "test_colouring.py",
     "test_predictive_families.py",
+    "test_counts_kernels.py",
 ]
 
 
