@@ -23,6 +23,7 @@ from . import datasets, partition
 from .priors import CRP, FiniteDirichlet, PitmanYor
 from .pymc.compat import add_groups, load, save
 from .pymc.distributions import BetaBernoulli, NormalInverseWishart, NormalNormal, Partition
+from .pymc.distributions import DirichletCategorical, GammaPoisson
 from . import h
 from .coupling.unbiased import suggest_k_m
 from .pymc.steps import PGSM, SAMS, CollapsedGibbs, EscobarWest, PriorSlice, SplitMerge, register as _register
@@ -45,6 +46,8 @@ __all__ = [
     "NormalNormal",
     "NormalInverseWishart",
     "BetaBernoulli",
+    "GammaPoisson",
+    "DirichletCategorical",
     "CollapsedGibbs",
     "PGSM",
     "SAMS",
