@@ -200,3 +200,16 @@ def test_prior_and_posterior_predictive_draws():
     params = pmp.cluster_parameters(idata, model, random_seed=0)
     assert set(params.data_vars) == {"cluster_size", "y_rate", "c_p"}
     assert params["c_p"].dims[-2:] == ("c_dim", "c_category")
+
+
+@pytest.mark.parametrize("family,coupling", [("gp", "ot"), ("dc", "maximal")])
+def test_sample_unbiased_matches_enumeration(family, coupling):
+    n, prior = 7, pmp.CRP(1.2)
+    with pm.Model() as model:
+        add_likelihood(family, pmp.Partition("z", prior, n=n), n)
+    like = likelihood_only(model)
+    parts, post = exact_posterior(n, lambda p: like(p) + prior.log_eppf(p))
+    result = pmp.sample_unbiased(model, h={"k": pmp.h.n_clusters}, n_pairs=600, k=1, m=4, coupling=coupling,
+                                 cores=1, random_seed=3, progressbar=False, init="singletons")
+    row = pmp.summarize_unbiased(result).loc["k"]
+    assert abs(row["mean"] - post @ (parts.max(axis=1) + 1)) < 4 * row["se"]
