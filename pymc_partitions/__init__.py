@@ -24,6 +24,7 @@ from .priors import CRP, FiniteDirichlet, PitmanYor
 from .pymc.compat import add_groups, load, save
 from .pymc.distributions import BetaBernoulli, NormalInverseWishart, NormalNormal, Partition
 from .pymc.distributions import DirichletCategorical, GammaPoisson
+from .pymc.loo import pointwise_log_likelihood
 from . import h
 from .coupling.unbiased import suggest_k_m
 from .pymc.steps import PGSM, SAMS, CollapsedGibbs, EscobarWest, PriorSlice, SplitMerge, register as _register
@@ -47,6 +48,7 @@ __all__ = [
     "NormalInverseWishart",
     "BetaBernoulli",
     "GammaPoisson",
+    "pointwise_log_likelihood",
     "DirichletCategorical",
     "CollapsedGibbs",
     "PGSM",
