@@ -213,3 +213,38 @@ def test_sample_unbiased_matches_enumeration(family, coupling):
                                  cores=1, random_seed=3, progressbar=False, init="singletons")
     row = pmp.summarize_unbiased(result).loc["k"]
     assert abs(row["mean"] - post @ (parts.max(axis=1) + 1)) < 4 * row["se"]
+
+
+def test_sunspot_example():
+    """examples/sunspots.py: the model on synthetic counts; the whole script when statsmodels (its
+    optional data source) is installed."""
+    import subprocess  # noqa: PLC0415
+    import sys  # noqa: PLC0415
+    from pathlib import Path  # noqa: PLC0415
+
+    root = Path(__file__).resolve().parents[1]
+    sys.path.insert(0, str(root / "examples"))
+    try:
+        import sunspots  # noqa: PLC0415
+    finally:
+        sys.path.pop(0)
+    y = np.random.default_rng(0).poisson(np.repeat([10.0, 60.0, 140.0], 20))
+    idata = sunspots.fit(sunspots.build_model(y), draws=100, tune=20)
+    k = posterior_dataset(idata, "sample_stats")["n_clusters"].values
+    assert 2 <= np.median(k) <= 6
+    try:
+        import statsmodels  # noqa: F401, PLC0415
+    except ImportError:
+        return
+    proc = subprocess.run([sys.executable, str(root / "examples" / "sunspots.py"), "--draws", "200"], cwd=root,
+                          capture_output=True, text=True, timeout=600, env=_env_with(root))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "posterior of the number of clusters K" in proc.stdout and "fitted density" in proc.stdout
+
+
+def _env_with(root):
+    import os  # noqa: PLC0415
+
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(root)] + [p for p in [env.get("PYTHONPATH")] if p])
+    return env
