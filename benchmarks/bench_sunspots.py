@@ -85,12 +85,12 @@ def stick_breaking(y, draws, tune, seed, n_components=50):
         lam = pm.Gamma("lambda_", 300.0, 2.0, dims="component")
         pm.Mixture("obs", w, pm.Poisson.dist(lam), observed=y, dims="obs_id")
 
-    def run(d, t, chains):
+    def run(d, t, chains, init="advi"):
         with model:
-            return pm.sample(draws=d, tune=t, chains=chains, cores=1, init="advi", target_accept=0.95,
+            return pm.sample(draws=d, tune=t, chains=chains, cores=1, init=init, target_accept=0.95,
                              random_seed=seed, progressbar=False, compute_convergence_checks=False)
 
-    run(20, 20, 1)  # warm-up: compilation
+    run(5, 5, 1, init="adapt_diag")  # warm-up: compilation
     idata, wall, cpu = timed(lambda: run(draws, tune, 2))
     post = idata.posterior if hasattr(idata, "posterior") else idata["posterior"]
     w_draws = np.asarray(post["w"].values)  # (chain, draw, K)
@@ -130,6 +130,8 @@ def main(argv=None):
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true", help="fewer draws, shorter NUTS tuning")
     parser.add_argument("--skip-nuts", action="store_true")
+    parser.add_argument("--nuts-draws", type=int, default=None, help="default 1000 (the gallery's)")
+    parser.add_argument("--nuts-tune", type=int, default=None, help="default 5000 (the gallery's)")
     args = parser.parse_args(argv)
     y = load_sunspots()
     draws, tune = (500, 200) if args.quick else (2000, 500)
@@ -137,7 +139,9 @@ def main(argv=None):
            ours(y, draws, tune, seed=1))
     if not args.skip_nuts:
         nuts_draws, nuts_tune = (300, 500) if args.quick else (1000, 5000)
-        report(f"stick-breaking K = 50, NUTS (gallery settings; {nuts_draws} draws x 2 chains, tune {nuts_tune})",
+        nuts_draws = args.nuts_draws or nuts_draws
+        nuts_tune = args.nuts_tune or nuts_tune
+        report(f"stick-breaking K = 50, NUTS (init advi, target_accept 0.95; {nuts_draws} draws x 2 chains, tune {nuts_tune})",
                stick_breaking(y, nuts_draws, nuts_tune, seed=1))
 
 
