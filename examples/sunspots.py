@@ -85,19 +85,33 @@ def main(argv=None):
     mode = int(grid[np.argmax(dens["density"].values)])
     print(f"fitted density of the yearly count: mode {mode}, P(count <= 20) = "
           f"{dens['density'].values[:21].sum():.3f}, P(count >= 100) = {dens['density'].values[100:].sum():.3f}")
+    # the fitted rate density: rates of a random year's cluster (each cluster's rate drawn from its
+    # conditional posterior Gamma(300 + sum, 2 + size), weighted by the cluster's size)
+    params = pmp.cluster_parameters(idata, model, draws=250, random_seed=0)
+    rates = params["sunspots_rate"].values[..., 0].ravel()
+    sizes = params["cluster_size"].values.ravel().astype(float)
+    keep = sizes > 0
+    rates, weights = rates[keep], sizes[keep] / sizes[keep].sum()
+    order = np.argsort(rates)
+    cdf = np.cumsum(weights[order])
+    q = [float(rates[order][np.searchsorted(cdf, p)]) for p in (0.05, 0.25, 0.5, 0.75, 0.95)]
+    print("rate of a year's cluster: quantiles 5/25/50/75/95%:", ", ".join(f"{v:.1f}" for v in q))
     if args.plot:
         import matplotlib
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
 
-        fig, ax = plt.subplots(figsize=(8, 4.5))
+        fig, (ax, ax_rate) = plt.subplots(1, 2, figsize=(12, 4.5))
         ax.hist(y, bins=40, density=True, alpha=0.5, lw=0, label="yearly sunspot counts")
         ax.fill_between(grid, dens["lower"], dens["upper"], color="gray", alpha=0.45, label="90% band")
         ax.plot(grid, dens["density"], c="k", label="posterior expected density")
         ax.set_xlabel("Yearly sunspot count")
         ax.set_yticklabels([])
         ax.legend()
+        ax_rate.hist(rates, bins=np.arange(0, 200, 2), weights=weights, color="C1", lw=0)
+        ax_rate.set_xlabel("Poisson rate of a year's cluster (posterior, size-weighted)")
+        ax_rate.set_yticklabels([])
         fig.savefig(args.plot, dpi=90, bbox_inches="tight")
         print("saved", args.plot)
     return idata
