@@ -152,3 +152,27 @@ def test_compute_log_likelihood_with_other_observed_variables_and_random_hyperpa
     assert back is idata and "log_likelihood" in group_names(idata)
     with pytest.raises(ValueError, match="not collapsed likelihoods"):
         pmp.pointwise_log_likelihood(idata, model, var_names=["w"])
+
+
+def test_pointwise_log_likelihood_refuses_bad_arguments_and_partition_only_models_work():
+    with pm.Model() as model:
+        z = pmp.Partition("z", pmp.CRP(1.0), n=N, initval="singletons")
+        add("gp", z, N)
+    draws = new_result({"posterior": xr.Dataset({"z": (("chain", "draw", "item"), np.zeros((1, 3, N), int))})})
+    with pytest.raises(TypeError, match="pm.sample"):
+        pmp.pointwise_log_likelihood({"posterior": None}, model)
+    with pytest.raises(ValueError, match="not collapsed likelihoods"):
+        pmp.pointwise_log_likelihood(draws, model, var_names=["z"])
+    with model, pytest.raises(NotImplementedError, match="sample_dims"):
+        pm.compute_log_likelihood(draws, sample_dims=("draw",), progressbar=False)
+    # a partition with no collapsed likelihood: PyMC's own values for the other observed variables
+    with pm.Model() as other:
+        mu = pm.Normal("mu", 0.0, 1.0)
+        pmp.Partition("z", pmp.CRP(1.0), n=N, initval="singletons")
+        pm.Normal("w", mu, 1.0, observed=np.zeros(3))
+    draws = new_result({"posterior": xr.Dataset({"z": (("chain", "draw", "item"), np.zeros((1, 2, N), int)),
+                                                 "mu": (("chain", "draw"), [[0.0, 1.0]])})})
+    with other:
+        out = pm.compute_log_likelihood(draws, extend_inferencedata=False, progressbar=False)
+    np.testing.assert_allclose(out["w"].values[0, :, 0], [-0.5 * np.log(2 * np.pi), -0.5 * np.log(2 * np.pi) - 0.5])
+    assert other.rvs_to_initial_values[other["z"]] is not None  # the starting value is put back
