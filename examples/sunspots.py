@@ -14,7 +14,7 @@ Data: the yearly sunspot numbers 1700-2008 shipped with statsmodels (``statsmode
 optional dependency of this example only), rounded to integer counts (the series has one decimal
 from 1749 on).
 
-    PYTHONPATH=$PWD python examples/sunspots.py [--draws 2000] [--plot sunspots.png]
+    pip install -e ".[examples]"; PYTHONPATH=$PWD python examples/sunspots.py [--draws 2000] [--plot sunspots.png]
 """
 
 from __future__ import annotations
