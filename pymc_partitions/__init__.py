@@ -2,7 +2,10 @@
 
 Partition priors (:class:`CRP`, :class:`PitmanYor`, :class:`FiniteDirichlet`), the
 :class:`Partition` random variable, collapsed conjugate likelihoods (:class:`NormalNormal`,
-:class:`NormalInverseWishart`, :class:`BetaBernoulli`) and step methods for ``pm.sample``
+:class:`NormalInverseWishart`, :class:`BetaBernoulli`, :class:`GammaPoisson` for counts,
+:class:`DirichletCategorical` for categorical variables; a pointwise log-likelihood for
+``az.loo``: :func:`pointwise_log_likelihood`, also filled in by ``pm.compute_log_likelihood``)
+and step methods for ``pm.sample``
 (:class:`CollapsedGibbs`, assigned automatically; the split-merge moves :class:`PGSM`,
 :class:`SAMS` and :class:`SplitMerge` (Jain-Neal) and the population step :class:`ARM` (adaptive
 reconfiguration moves across chains) to interleave with it; :class:`EscobarWest` and
@@ -23,6 +26,8 @@ from . import datasets, partition
 from .priors import CRP, FiniteDirichlet, PitmanYor
 from .pymc.compat import add_groups, load, save
 from .pymc.distributions import BetaBernoulli, BetaBernoulliNetwork, NormalInverseWishart, NormalNormal, Partition
+from .pymc.distributions import DirichletCategorical, GammaPoisson
+from .pymc.loo import pointwise_log_likelihood
 from . import h
 from .coupling.unbiased import suggest_k_m
 from .pymc.steps import PGSM, SAMS, CollapsedGibbs, EscobarWest, PriorSlice, SplitMerge, register as _register
@@ -46,6 +51,9 @@ __all__ = [
     "NormalInverseWishart",
     "BetaBernoulli",
     "BetaBernoulliNetwork",
+    "GammaPoisson",
+    "pointwise_log_likelihood",
+    "DirichletCategorical",
     "CollapsedGibbs",
     "PGSM",
     "SAMS",

@@ -30,6 +30,22 @@ def data(n, seed=0):
     return y, b
 
 
+def counts(n, seed=0):
+    """(n, 2) counts loosely tied to the two groups of :func:`data`."""
+    rng = np.random.default_rng(seed + 100)
+    group = np.arange(n) % 2
+    return rng.poisson(np.where(group[:, None] == 1, [6.0, 1.0], [1.0, 3.0])).astype(float)
+
+
+def categories(n, seed=0):
+    """((n, 2) integer categories, their numbers of categories (3, 2)), loosely tied to the groups."""
+    rng = np.random.default_rng(seed + 200)
+    group = np.arange(n) % 2
+    c0 = np.where(group == 1, rng.choice(3, n, p=[0.7, 0.2, 0.1]), rng.choice(3, n, p=[0.1, 0.3, 0.6]))
+    c1 = np.where(group == 1, rng.random(n) < 0.8, rng.random(n) < 0.3).astype(int)
+    return np.c_[c0, c1], np.array([3, 2])
+
+
 def family_parts(family, n, seed=0):
     """Kernel parts ``[(code, data, hyper)]`` and the matching PyMC likelihood arguments."""
     y, b = data(n, seed)
@@ -42,6 +58,12 @@ def family_parts(family, n, seed=0):
         return [(kernels.NIW, y, kernels.niw_hyper([0.0, 0.0], 0.5, 4.0, np.eye(2), 2, n))]
     if family == "bb":
         return [(kernels.BETA_BERNOULLI, b, kernels.beta_bernoulli_hyper(0.5, [1.0, 2.0, 0.7], 3))]
+    if family == "gp":
+        return [(kernels.GAMMA_POISSON, counts(n, seed), kernels.gamma_poisson_hyper([2.0, 0.5], [0.5, 1.5], 2))]
+    if family == "dc":
+        cats, n_cat = categories(n, seed)
+        return [(kernels.DIRICHLET_CATEGORICAL, kernels.dirichlet_categorical_data(cats, n_cat),
+                 kernels.dirichlet_categorical_hyper([[0.5, 1.0, 2.0], [1.0, 0.3, 0.0]], n_cat))]
     if family == "multi":
         return family_parts("diag", n, seed) + family_parts("bb", n, seed)
     if family in ("net", "netdir"):

@@ -73,3 +73,36 @@ def ref_total(labels, Y, block_fn, **hyper):
     if Y.ndim == 1:
         Y = Y[:, None]
     return float(sum(block_fn(Y[labels == k], **hyper) for k in np.unique(labels)))
+
+
+def ref_log_marginal_gamma_poisson(Yb, alpha, beta):
+    """Chain rule of sequential negative-binomial predictives (scipy's nbinom, n = shape,
+    p = rate / (rate + 1)), the Gamma posterior updated one count at a time."""
+    Yb = np.atleast_2d(np.asarray(Yb, float))
+    m, D = Yb.shape
+    alpha = np.broadcast_to(np.asarray(alpha, float), (D,))
+    beta = np.broadcast_to(np.asarray(beta, float), (D,))
+    total = 0.0
+    for d in range(D):
+        shape, rate = alpha[d], beta[d]
+        for i in range(m):
+            total += float(stats.nbinom.logpmf(Yb[i, d], shape, rate / (rate + 1.0)))
+            shape += Yb[i, d]
+            rate += 1.0
+    return total
+
+
+def ref_log_marginal_dirichlet_categorical(Yb, a, n_categories):
+    """Chain rule of sequential categorical predictives (a Polya urn per variable); ``Yb`` holds
+    integer categories (m, D), ``a`` is (D, max C) or broadcastable to it."""
+    Yb = np.atleast_2d(np.asarray(Yb)).astype(int)
+    m, D = Yb.shape
+    n_categories = np.broadcast_to(np.asarray(n_categories, int), (D,))
+    a = np.broadcast_to(np.asarray(a, float), (D, int(n_categories.max())))
+    total = 0.0
+    for d in range(D):
+        conc = a[d, :n_categories[d]].copy()
+        for i in range(m):
+            total += float(np.log(conc[Yb[i, d]] / conc.sum()))
+            conc[Yb[i, d]] += 1.0
+    return total

@@ -28,6 +28,8 @@ FILES = [
     "test_colouring.py",
     "test_predictive_families.py",
     "test_network_enumeration.py",
+    "test_counts_kernels.py",
+    "test_counts_predictive.py",
 ]
 
 

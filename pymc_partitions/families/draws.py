@@ -112,3 +112,38 @@ def draw_beta_bernoulli(labels, a, b, rng, D=None):
     n = inv.size
     theta = rng.beta(a, b, size=(K, D))
     return (rng.random((n, D)) < theta[inv]).astype(float)
+
+
+__all__ += ["draw_gamma_poisson", "draw_dirichlet_categorical"]
+
+
+def draw_gamma_poisson(labels, alpha, beta, rng, D=None):
+    """Gamma-Poisson: ``lambda_bd ~ Gamma(alpha_d, rate beta_d)``, ``y_id ~ Poisson(lambda_bd)``.
+    Returns float counts (n, D)."""
+    rng = _rng(rng)
+    alpha = np.atleast_1d(np.asarray(alpha, float))
+    beta = np.atleast_1d(np.asarray(beta, float))
+    if D is None:
+        D = np.broadcast_shapes(alpha.shape, beta.shape)[-1]
+    alpha = np.broadcast_to(alpha, (D,))
+    beta = np.broadcast_to(beta, (D,))
+    inv, K = _blocks(labels)
+    rates = rng.gamma(alpha, 1.0 / beta, size=(K, D))
+    return rng.poisson(rates[inv]).astype(float)
+
+
+def draw_dirichlet_categorical(labels, a, n_categories, rng):
+    """Dirichlet-categorical: ``theta_bd ~ Dirichlet(a_d[:C_d])``, ``y_id ~ Categorical(theta_bd)``.
+    ``a`` is (D, max C) or broadcastable to it; returns float categories (n, D)."""
+    rng = _rng(rng)
+    n_cat = np.atleast_1d(np.asarray(n_categories, np.int64))
+    D = n_cat.size
+    a = np.broadcast_to(np.asarray(a, float), (D, int(n_cat.max())))
+    inv, K = _blocks(labels)
+    out = np.empty((inv.size, D))
+    for d in range(D):
+        theta = rng.dirichlet(a[d, :n_cat[d]], size=K)  # (K, C_d)
+        cum = np.cumsum(theta, axis=1)
+        u = rng.random(inv.size)
+        out[:, d] = np.minimum((u[:, None] > cum[inv]).sum(axis=1), n_cat[d] - 1)
+    return out

@@ -45,6 +45,8 @@ NIW = 1
 BETA_BERNOULLI = 2
 GRAPH = 3
 NETWORK = 4
+GAMMA_POISSON = 5  # count families: layouts and code in the block at the end of this module
+DIRICHLET_CATEGORICAL = 6
 
 LOG_2PI = math.log(2.0 * math.pi)
 LOG_PI = math.log(math.pi)
@@ -53,7 +55,7 @@ LOG_2 = math.log(2.0)
 
 def stats_width(code: int, dim: int) -> int:
     """Length of one block's statistics row for a family."""
-    if code not in (DIAG_NORMAL, NIW, BETA_BERNOULLI, GRAPH, NETWORK):
+    if code not in FAMILY_NAMES:
         raise ValueError(f"unknown family code {code}")
     return int(stats_width_compiled(code, dim))
 
@@ -202,6 +204,8 @@ def _bb_refresh(st, b, so, hp, ho, dim):
 @numba.njit(cache=True, error_model="numpy")
 def family_init(code, st, b, so, hp, ho, dim):
     """Statistics of an empty block."""
+    if code >= GAMMA_POISSON:
+        return _counts_init(code, st, b, so, hp, ho, dim)
     for j in range(stats_width_compiled(code, dim)):
         st[b, so + j] = 0.0
     if code == NIW:
@@ -217,6 +221,8 @@ def family_init(code, st, b, so, hp, ho, dim):
 @numba.njit(cache=True, error_model="numpy")
 def stats_width_compiled(code, dim):
     """Row width of a family's block statistics (the one definition; see the module docstring)."""
+    if code >= GAMMA_POISSON:
+        return _counts_width(code, dim)
     if code == DIAG_NORMAL:
         return 4 * dim + 2
     if code == NIW:
@@ -249,6 +255,8 @@ def _chol_rank_one(st, b, base, dim, v, sign):
 @numba.njit(cache=True, fastmath=_FAST, error_model="numpy")
 def family_update(code, st, b, so, x, i, xo, hp, ho, dim, sign, scratch):
     """Add (``sign = 1``) or remove (``sign = -1``) point ``i`` from block ``b``'s statistics."""
+    if code >= GAMMA_POISSON:
+        return _counts_update(code, st, b, so, x, i, xo, hp, ho, dim, sign)
     if code == DIAG_NORMAL:
         st[b, so] += sign
         c_sum = np.uint64(so + 1)
@@ -307,6 +315,8 @@ def family_log_preds(code, st, blocks, n_blocks, so, x, i, xo, hp, ho, dim, scra
     One call per point and family, with the family's branch outside the loop over blocks: the
     cost per candidate block is then only the arithmetic.
     """
+    if code >= GAMMA_POISSON:
+        return _counts_log_preds(code, st, blocks, n_blocks, so, x, i, xo, hp, ho, dim, out)
     if code == DIAG_NORMAL:
         d_end = np.uint64(dim)
         x0 = np.uint64(xo)
@@ -358,6 +368,8 @@ def family_log_marginal(code, st, b, so, hp, ho, dim):
     m = st[b, so]
     if m < 0.5:
         return 0.0
+    if code >= GAMMA_POISSON:
+        return _counts_log_marginal(code, st, b, so, hp, ho, dim)
     out = 0.0
     if code == DIAG_NORMAL:
         for d in range(dim):
@@ -399,7 +411,7 @@ def family_log_marginal(code, st, b, so, hp, ho, dim):
 
 CEILING = 1e300  # bound on every magnitude the kernels may form (float64 overflows at 1.8e308)
 FAMILY_NAMES = {DIAG_NORMAL: "DIAG_NORMAL", NIW: "NIW", BETA_BERNOULLI: "BETA_BERNOULLI", GRAPH: "GRAPH",
-                NETWORK: "NETWORK"}
+                NETWORK: "NETWORK", GAMMA_POISSON: "GAMMA_POISSON", DIRICHLET_CATEGORICAL: "DIRICHLET_CATEGORICAL"}
 
 
 def hyper_length(code: int, dim: int, n: int) -> int:
@@ -413,6 +425,8 @@ def hyper_length(code: int, dim: int, n: int) -> int:
         return 2 * dim
     if code == NETWORK:
         return _network.HEAD + n + 1
+    if code in _COUNTS_HYPER:
+        return _COUNTS_HYPER[code] * dim
     return 0
 
 
@@ -591,6 +605,12 @@ def check_representable(code: int, data: np.ndarray, hyper: np.ndarray) -> None:
         if not summary[1]:
             raise ValueError("GRAPH: the adjacency matrix must hold 0/1 entries")
         return
+    if code >= GAMMA_POISSON:
+        try:
+            _check_counts(code, np.ascontiguousarray(x), summary, hp, n, dim)
+        except ValueError as err:
+            raise ValueError(f"{FAMILY_NAMES[code]}: {err}") from None
+        return
     check = {DIAG_NORMAL: _check_diag_normal, NIW: _check_niw, BETA_BERNOULLI: _check_beta_bernoulli}[code]
     try:
         check(summary, hp, n, dim)
@@ -682,7 +702,8 @@ class FamilyPack(NamedTuple):
         return FamilyPack.build([(c, x, h) for (c, x, _), h in zip(self.parts(), hypers)], n=self.n)
 
 
-_WIDTH = {DIAG_NORMAL: (4, 2), NIW: (3, 5), BETA_BERNOULLI: (3, 1), GRAPH: (1, 2), NETWORK: (0, 1)}  # a D + b (+ D^2 for NIW)
+_WIDTH = {DIAG_NORMAL: (4, 2), NIW: (3, 5), BETA_BERNOULLI: (3, 1), GRAPH: (1, 2), NETWORK: (0, 1),
+          GAMMA_POISSON: (3, 2), DIRICHLET_CATEGORICAL: (2, 1)}  # a D + b (+ D^2 for NIW)
 
 
 def check_pack(pack, owner: str | None = None) -> FamilyPack:
@@ -849,6 +870,8 @@ def family_merge(code, st, dst, src, so, hp, ho, dim, members, start, count, wor
         for c in range(stats_width_compiled(code, dim)):
             st[dst, so + c] = st[src, so + c]
         return
+    if code >= GAMMA_POISSON:
+        return _counts_merge(code, st, dst, src, so, hp, ho, dim)
     if code == DIAG_NORMAL:
         st[dst, so] += st[src, so]
         for d in range(2 * dim):
@@ -881,6 +904,8 @@ def family_set_stats(code, st, b, so, x, items, start, count, xo, hp, ho, dim, s
     family_init(code, st, b, so, hp, ho, dim)
     if count == 0:
         return
+    if code >= GAMMA_POISSON:
+        return _counts_set_stats(code, st, b, so, x, items, start, count, xo, hp, ho, dim)
     if code == DIAG_NORMAL or code == BETA_BERNOULLI:
         x0 = np.uint64(xo)
         c_sum = np.uint64(so + 1)
@@ -915,3 +940,249 @@ def pack_set_stats(codes, dims, data_off, stat_off, hyper_off, hyper, st, b, x, 
     for f in range(codes.shape[0]):
         family_set_stats(codes[f], st, b, stat_off[f], x, items, start, count, data_off[f], hyper, hyper_off[f],
                          dims[f], scratch)
+
+
+# ----------------------------------------------------------------------------- count and categorical families
+#
+# GAMMA_POISSON   counts x_id >= 0 (integers), lambda_bd ~ Gamma(alpha_d, beta_d) (beta a rate),
+#                 x_id ~ Poisson(lambda_bd). hyper ``[alpha (D), beta (D)]``; stats ``[m, S (D),
+#                 L, c0 (D), c1 (D)]`` with S the block's column sums, L = sum of lgamma(x + 1) over
+#                 its entries, c0 = (alpha + S) log((beta + m) / (beta + m + 1)) - lgamma(alpha + S),
+#                 c1 = log(beta + m + 1). The predictive of a new count is negative binomial:
+#                 log p(x | block) = lgamma(alpha + S + x) + c0 - x c1 - lgamma(x + 1) per column.
+# DIRICHLET_CATEGORICAL
+#                 categories as one-hot columns: data (n, K) with K = C_1 + ... + C_D, one 1 per
+#                 categorical variable (``dirichlet_categorical_data``). theta_bd ~ Dirichlet(a_d),
+#                 hyper ``[a (K), A (K), first (K)]``: the concentration of each category, the sum A_d
+#                 of its variable's concentrations, and 1.0 on the first category of each variable;
+#                 stats ``[m, counts (K), log((a + counts) / (A + m)) (K)]``: the log predictive of
+#                 an item is the dot product of its one-hot row with the cached logs.
+#
+# Every statistic is a sum of integers (exact in float64 below 2^53, which check_representable
+# asserts) except L, which is reset exactly when a block empties.
+
+_COUNTS_HYPER = {GAMMA_POISSON: 2, DIRICHLET_CATEGORICAL: 3}  # hyper length = this times D
+_EXACT_INT = 2.0 ** 52
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _counts_width(code, dim):
+    if code == GAMMA_POISSON:
+        return 3 * dim + 2
+    return 2 * dim + 1
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _gp_refresh(st, b, so, hp, ho, dim):
+    m = st[b, so]
+    for d in range(dim):
+        a_s = hp[ho + d] + st[b, so + 1 + d]
+        bm = hp[ho + dim + d] + m
+        c1 = math.log(bm + 1.0)
+        st[b, so + 2 + dim + d] = a_s * (math.log(bm) - c1) - math.lgamma(a_s)
+        st[b, so + 2 + 2 * dim + d] = c1
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _dc_refresh(st, b, so, hp, ho, dim):
+    m = st[b, so]
+    for k in range(dim):
+        st[b, so + 1 + dim + k] = math.log(hp[ho + k] + st[b, so + 1 + k]) - math.log(hp[ho + dim + k] + m)
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _counts_refresh(code, st, b, so, hp, ho, dim):
+    if code == GAMMA_POISSON:
+        _gp_refresh(st, b, so, hp, ho, dim)
+    else:
+        _dc_refresh(st, b, so, hp, ho, dim)
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _counts_init(code, st, b, so, hp, ho, dim):
+    for j in range(_counts_width(code, dim)):
+        st[b, so + j] = 0.0
+    _counts_refresh(code, st, b, so, hp, ho, dim)
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _counts_update(code, st, b, so, x, i, xo, hp, ho, dim, sign):
+    st[b, so] += sign
+    if st[b, so] < 0.5:  # emptied: exact reset (L is a sum of non-integers)
+        _counts_init(code, st, b, so, hp, ho, dim)
+        return
+    if code == GAMMA_POISSON:
+        lg = 0.0
+        for d in range(dim):
+            v = x[i, xo + d]
+            st[b, so + 1 + d] += sign * v
+            lg += math.lgamma(v + 1.0)
+        st[b, so + 1 + dim] += sign * lg
+    else:
+        for k in range(dim):
+            st[b, so + 1 + k] += sign * x[i, xo + k]
+    _counts_refresh(code, st, b, so, hp, ho, dim)
+
+
+@numba.njit(cache=True, fastmath=_FAST, error_model="numpy")
+def _counts_log_preds(code, st, blocks, n_blocks, so, x, i, xo, hp, ho, dim, out):
+    if code == GAMMA_POISSON:
+        lfact = 0.0
+        for d in range(dim):
+            lfact += math.lgamma(x[i, xo + d] + 1.0)
+        for j in range(n_blocks):
+            b = blocks[j]
+            lp = -lfact
+            for d in range(dim):
+                v = x[i, xo + d]
+                lp += (math.lgamma(hp[ho + d] + st[b, so + 1 + d] + v) + st[b, so + 2 + dim + d]
+                       - v * st[b, so + 2 + 2 * dim + d])
+            out[j] += lp
+    else:
+        x0 = np.uint64(xo)
+        c_log = np.uint64(so + 1 + dim)
+        for j in range(n_blocks):
+            b = blocks[j]
+            lp = 0.0
+            for k in range(np.uint64(dim)):  # one-hot rows: a dot product (vectorises)
+                lp += x[i, x0 + k] * st[b, c_log + k]
+            out[j] += lp
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _counts_log_marginal(code, st, b, so, hp, ho, dim):
+    m = st[b, so]
+    out = 0.0
+    if code == GAMMA_POISSON:
+        for d in range(dim):
+            a_ = hp[ho + d]
+            b_ = hp[ho + dim + d]
+            a_s = a_ + st[b, so + 1 + d]
+            out += a_ * math.log(b_) - math.lgamma(a_) + math.lgamma(a_s) - a_s * math.log(b_ + m)
+        return out - st[b, so + 1 + dim]
+    for k in range(dim):
+        a_ = hp[ho + k]
+        out += math.lgamma(a_ + st[b, so + 1 + k]) - math.lgamma(a_)
+        if hp[ho + 2 * dim + k] > 0.5:  # first category of its variable
+            tot = hp[ho + dim + k]
+            out += math.lgamma(tot) - math.lgamma(tot + m)
+    return out
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _counts_merge(code, st, dst, src, so, hp, ho, dim):
+    # both blocks non-empty (family_merge handles the empty cases): every statistic adds
+    st[dst, so] += st[src, so]
+    extra = 1 if code == GAMMA_POISSON else 0
+    for d in range(dim + extra):
+        st[dst, so + 1 + d] += st[src, so + 1 + d]
+    _counts_refresh(code, st, dst, so, hp, ho, dim)
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _counts_set_stats(code, st, b, so, x, items, start, count, xo, hp, ho, dim):
+    # block b was just initialised (empty); count >= 1
+    lg = 0.0
+    for t in range(start, start + count):
+        i = items[t]
+        for d in range(dim):
+            v = x[i, xo + d]
+            st[b, so + 1 + d] += v
+            if code == GAMMA_POISSON:
+                lg += math.lgamma(v + 1.0)
+    if code == GAMMA_POISSON:
+        st[b, so + 1 + dim] = lg
+    st[b, so] = count
+    _counts_refresh(code, st, b, so, hp, ho, dim)
+
+
+def gamma_poisson_hyper(alpha, beta, dim) -> np.ndarray:
+    """Hyper vector ``[alpha (D), beta (D)]`` of the Gamma-Poisson family (Gamma shape and rate)."""
+    alpha = np.broadcast_to(np.asarray(alpha, float), (dim,))
+    beta = np.broadcast_to(np.asarray(beta, float), (dim,))
+    return np.concatenate([alpha, beta])
+
+
+def dirichlet_categorical_hyper(a, n_categories) -> np.ndarray:
+    """Hyper vector ``[a (K), A (K), first (K)]`` of the Dirichlet-categorical family for variables
+    with ``n_categories`` (C_1..C_D) categories; ``a`` is (D, max C) (entries past C_d unused)."""
+    n_cat = np.asarray(n_categories, np.int64).reshape(-1)
+    a = np.asarray(a, float)
+    a = np.broadcast_to(a, (n_cat.size, int(n_cat.max())))
+    conc = np.concatenate([a[d, :c] for d, c in enumerate(n_cat)])
+    tot = np.repeat([a[d, :c].sum() for d, c in enumerate(n_cat)], n_cat)
+    first = np.zeros(conc.size)
+    first[np.r_[0, np.cumsum(n_cat)[:-1]]] = 1.0
+    return np.concatenate([conc, tot, first])
+
+
+def dirichlet_categorical_data(categories, n_categories) -> np.ndarray:
+    """One-hot (n, C_1 + ... + C_D) float array of integer ``categories`` (n, D), column d in
+    0..C_d - 1 (checked: ``ValueError`` otherwise)."""
+    x = np.asarray(categories)
+    if x.ndim == 1:
+        x = x[:, None]
+    n_cat = np.asarray(n_categories, np.int64).reshape(-1)
+    if x.ndim != 2 or x.shape[1] != n_cat.size:
+        raise ValueError(f"categories must be (n, D) with D = {n_cat.size}, got shape {x.shape}")
+    xf = np.asarray(x, float)
+    if not np.all(np.isfinite(xf)) or not np.all(xf == np.round(xf)):
+        raise ValueError("categories must be integers (no NaN)")
+    if np.any(xf < 0) or np.any(xf >= n_cat[None, :]):
+        raise ValueError(f"categories out of range: column d must lie in 0..C_d - 1 with C = {n_cat.tolist()}")
+    offsets = np.r_[0, np.cumsum(n_cat)[:-1]]
+    out = np.zeros((x.shape[0], int(n_cat.sum())))
+    out[np.arange(x.shape[0])[:, None], offsets[None, :] + xf.astype(np.int64)] = 1.0
+    return out
+
+
+@numba.njit(cache=True)
+def _integer_summary(x):
+    """(all entries non-negative integers, column sums) of count data."""
+    n, dim = x.shape
+    ok = True
+    sums = np.zeros(dim)
+    for i in range(n):
+        for d in range(dim):
+            v = x[i, d]
+            ok = ok and v >= 0.0 and v == math.floor(v)
+            sums[d] += v
+    return ok, sums
+
+
+def _check_counts(code, x, summary, hp, n, dim):
+    if code == GAMMA_POISSON:
+        ok, sums = _integer_summary(x)
+        if not ok:
+            raise ValueError("counts must be non-negative integers")
+        alpha, beta = hp[:dim], hp[dim:2 * dim]
+        _positive_range(alpha, "alpha", "increase alpha", "decrease alpha")
+        _positive_range(beta, "beta", "increase beta", "decrease beta")
+        if not float(sums.max()) + float(alpha.max()) <= _EXACT_INT:
+            raise ValueError(f"the column sums of the counts ({float(sums.max()):.3g}) exceed 2^52: the sufficient "
+                             "statistics would lose integers; rescale or split the data")
+        top = alpha + sums + float(summary[3].max()) + 1.0
+        with np.errstate(over="ignore", divide="ignore"):
+            per = (np.abs(gammaln(top)) + np.abs(gammaln(alpha)) + top * (np.abs(np.log(beta + n + 1.0))
+                   + np.abs(np.log(beta))) + np.abs(gammaln(np.maximum(summary[3], 0.0) + 1.0)) * n + 1.0)
+            _too_big(float(4.0 * (n + 1) * per.sum()), "4 (n + 1) times the log-gamma and log terms of the "
+                     "log marginals", "decrease alpha or beta, or rescale the data")
+        return
+    if not summary[1]:
+        raise ValueError("data must be one-hot 0/1 rows (dirichlet_categorical_data)")
+    a, tot, first = hp[:dim], hp[dim:2 * dim], hp[2 * dim:3 * dim]
+    _positive_range(a, "a", "increase a", "decrease a")
+    if first[0] != 1.0 or not np.all((first == 0.0) | (first == 1.0)):
+        raise ValueError("the hyper vector's variable-start flags are malformed: use dirichlet_categorical_hyper")
+    group = np.cumsum(first) - 1.0
+    g = group.astype(np.int64)
+    if not np.allclose(tot, np.bincount(g, weights=a)[g], rtol=1e-12, atol=0.0):
+        raise ValueError("the hyper vector's per-variable totals do not match a: use dirichlet_categorical_hyper")
+    per_var = np.zeros((x.shape[0], int(g[-1]) + 1))
+    np.add.at(per_var.T, g, x.T)
+    if not np.all(per_var == 1.0):
+        raise ValueError("each row must hold exactly one 1 per categorical variable (dirichlet_categorical_data)")
+    with np.errstate(over="ignore", divide="ignore"):
+        per = np.abs(gammaln(a + n)) + np.abs(gammaln(a)) + np.abs(gammaln(tot + n)) + np.abs(np.log(a)) + 1.0
+        _too_big(float(4.0 * (n + 1) * per.sum()), "4 (n + 1) times the log-gamma terms of the log marginals",
+                 "decrease a")

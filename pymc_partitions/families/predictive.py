@@ -382,3 +382,146 @@ def replicate(family: Family, labels, x, rng):
     k = int(labels.max()) + 1 if labels.size else 0
     params = family.draw(family.posterior(labels, k, x), rng)
     return family.replicate(params, labels, rng), params
+
+
+# ----------------------------------------------------------------------------- count and categorical families
+#
+# ``GammaPoisson(alpha, beta)``
+#     lambda_bd | data ~ Gamma(alpha_d + sum y_d, rate beta_d + m); predictive negative binomial per
+#     d: p(x) = Gamma(s + x) / (Gamma(s) x!) (r / (r + 1))^s (r + 1)^-x with shape s and rate r.
+# ``DirichletCategorical(a, C)``
+#     theta_bd | data ~ Dirichlet(a_d + counts of each category); predictive categorical with
+#     probabilities (a_dk + c_dk) / (A_d + m) per variable d. Data and points are integer
+#     categories (n, D); the kernels see them one-hot (kernels.dirichlet_categorical_data).
+
+from .kernels import DIRICHLET_CATEGORICAL, GAMMA_POISSON, dirichlet_categorical_data  # noqa: E402
+
+__all__ += ["GammaPoissonFamily", "DirichletCategoricalFamily", "check_counts"]
+
+
+def check_counts(x, what="counts") -> np.ndarray:
+    """``x`` as float64 if every entry is a non-negative integer, else ``ValueError``."""
+    arr = np.asarray(x, dtype=np.float64)
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{what} contain NaN or infinite values")
+    if not np.all((arr >= 0) & (arr == np.floor(arr))):
+        raise ValueError(f"{what} must be non-negative integers")
+    return arr
+
+
+class GammaPoissonPosterior(NamedTuple):
+    shape: np.ndarray  # (K + 1, D)
+    rate: np.ndarray  # (K + 1, D)
+
+
+class GammaPoissonFamily(Family):
+    """``lambda_bd ~ Gamma(alpha_d, rate beta_d)``, ``y_bd ~ Poisson(lambda_bd)``; data and points
+    are non-negative integer counts."""
+
+    code = GAMMA_POISSON
+    parameters = {"rate": ("dim",)}
+
+    def __init__(self, alpha, beta, dim: int):
+        self.dim = int(dim)
+        self.alpha = _vector("alpha", alpha, self.dim, positive=True)
+        self.beta = _vector("beta", beta, self.dim, positive=True)
+
+    def posterior(self, labels, n_blocks, x):
+        counts, sums, _ = block_moments(labels, check_counts(x, "data"), n_blocks)
+        return GammaPoissonPosterior(np.vstack([self.alpha + sums, self.alpha]),
+                                     np.vstack([self.beta + counts[:, None], self.beta]))
+
+    def log_predictive(self, post, points):
+        points = check_counts(points, "points")
+        s, r = post.shape, post.rate
+        const = (s * (np.log(r) - np.log1p(r)) - gammaln(s)).sum(axis=1)  # (K + 1,)
+        out = np.empty((points.shape[0], s.shape[0]))
+        log_fact = gammaln(points + 1.0).sum(axis=1)
+        for rows in _chunks(points.shape[0], s.shape[0], self.dim):
+            x = points[rows, None, :]
+            out[rows] = const + (gammaln(s[None] + x) - x * np.log1p(r)[None]).sum(axis=2) - log_fact[rows, None]
+        return out
+
+    def draw(self, post, rng):
+        k = post.shape.shape[0] - 1
+        return {"rate": rng.gamma(post.shape[:k], 1.0 / post.rate[:k])}
+
+    def replicate(self, params, labels, rng):
+        return rng.poisson(params["rate"][labels]).astype(np.float64)
+
+    def posterior_mean(self, post):
+        return {"rate": post.shape[:-1] / post.rate[:-1]}
+
+
+class DirichletCategoricalPosterior(NamedTuple):
+    conc: np.ndarray  # (K + 1, D, max C): Dirichlet concentrations, 0 past C_d
+
+
+class DirichletCategoricalFamily(Family):
+    """``theta_bd ~ Dirichlet(a_d[:C_d])``, ``y_bd ~ Categorical(theta_bd)``; data and points are
+    integer categories (n, D), column d in 0..C_d - 1. ``a`` is a scalar, a length-max(C) vector
+    or (D, max C); ``n_categories`` a length-D integer vector."""
+
+    code = DIRICHLET_CATEGORICAL
+    parameters = {"p": ("dim", "category")}
+
+    def __init__(self, a, n_categories, dim: int):
+        self.dim = int(dim)
+        n_cat = np.asarray(n_categories)
+        if not np.issubdtype(n_cat.dtype, np.number) or not np.all(n_cat == np.round(n_cat)):
+            raise ValueError(f"n_categories must be integers, got {n_categories!r}")
+        self.n_categories = np.broadcast_to(n_cat.astype(np.int64), (self.dim,)).copy()
+        if not np.all(self.n_categories >= 1):
+            raise ValueError(f"n_categories must be at least 1, got {self.n_categories.tolist()}")
+        c_max = int(self.n_categories.max())
+        arr = np.asarray(a, dtype=np.float64)
+        try:
+            arr = np.broadcast_to(arr, (self.dim, c_max)).astype(np.float64)
+        except ValueError:
+            raise ValueError(f"a must be a scalar, a length-{c_max} vector or ({self.dim}, {c_max}), "
+                             f"got shape {arr.shape}") from None
+        self.used = np.arange(c_max)[None, :] < self.n_categories[:, None]
+        if not np.all(np.isfinite(arr[self.used])) or not np.all(arr[self.used] > 0):
+            raise ValueError(f"a must be positive and finite, got {a!r}")
+        self.a = np.where(self.used, arr, 0.0)
+
+    def _check(self, x, what):
+        x = np.asarray(x, dtype=np.float64)
+        if x.ndim == 1 and self.dim == 1:
+            x = x[:, None]
+        try:
+            dirichlet_categorical_data(x, self.n_categories)
+        except ValueError as err:
+            raise ValueError(f"{what}: {err}") from None
+        return x.astype(np.int64)
+
+    def posterior(self, labels, n_blocks, x):
+        x = self._check(x, "data")
+        labels = np.asarray(labels, np.int64)
+        c = np.zeros((n_blocks, self.dim, self.a.shape[1]))
+        for d in range(self.dim):
+            np.add.at(c, (labels, d, x[:, d]), 1.0)
+        return DirichletCategoricalPosterior(np.concatenate([self.a[None] + c, self.a[None]]) * self.used[None])
+
+    def log_predictive(self, post, points):
+        points = self._check(points, "points")
+        with np.errstate(divide="ignore"):
+            log_p = np.log(post.conc) - np.log(post.conc.sum(axis=2, keepdims=True))  # (K + 1, D, C)
+        out = np.zeros((points.shape[0], post.conc.shape[0]))
+        for d in range(self.dim):
+            out += log_p[:, d, points[:, d]].T
+        return out
+
+    def draw(self, post, rng):
+        k = post.conc.shape[0] - 1
+        g = rng.gamma(np.where(self.used[None], post.conc[:k], 1.0)) * self.used[None]
+        return {"p": g / g.sum(axis=2, keepdims=True)}
+
+    def replicate(self, params, labels, rng):
+        p = params["p"][labels]  # (n, D, C)
+        u = rng.random(p.shape[:2])
+        return np.minimum((u[:, :, None] > np.cumsum(p, axis=2)).sum(axis=2), self.n_categories - 1).astype(float)
+
+    def posterior_mean(self, post):
+        conc = post.conc[:-1]
+        return {"p": conc / conc.sum(axis=2, keepdims=True)}

@@ -334,3 +334,67 @@ def beta_bernoulli_network_logp(labels, edges, a, b, directed, n):
     val = _betaln(a + e, b + pairs - e) - _betaln(a, b)
     logp = pt.sum(val * keep)
     return _finish(logp, valid, pt.gt(a, 0), pt.gt(b, 0))
+# --------------------------------------------------------------------------- GammaPoisson
+__all__ += ["gamma_poisson_logp"]
+
+
+def gamma_poisson_logp(labels, Y, alpha, beta):
+    """Gamma-Poisson collapsed log likelihood.
+
+    ``lambda_bd ~ Gamma(alpha_d, beta_d)`` (shape, rate), ``y_id ~ Poisson(lambda_bd)``; a block of
+    m items with column sums ``S_d`` contributes
+    ``sum_d alpha_d log beta_d - lgamma(alpha_d) + lgamma(alpha_d + S_d) - (alpha_d + S_d) log(beta_d + m)``
+    minus ``sum lgamma(y_id + 1)`` over its entries. Data that are not non-negative integers give -inf.
+    """
+    Y = _as_data(Y)
+    alpha = _as_float(alpha, Y.dtype)
+    beta = _as_float(beta, Y.dtype)
+    lab, valid, n, counts = _prep_labels(labels, Y)
+    ok_data = pt.all(pt.ge(Y, 0) & pt.eq(Y, pt.floor(Y)))
+    Ys = pt.switch(ok_data, Y, 0.0)  # keep lgamma finite on invalid data (the result is -inf anyway)
+    S = _scatter(lab, Ys)  # (n, D)
+    m = counts[:, None]
+    a = alpha + pt.zeros_like(S)
+    val = alpha * pt.log(beta) - pt.gammaln(alpha) + pt.gammaln(a + S) - (a + S) * pt.log(beta + m)
+    val = pt.switch(pt.gt(m, 0), val, 0.0)
+    logp = pt.sum(val) - pt.sum(pt.gammaln(Ys + 1.0))
+    return _finish(logp, valid, ok_data, pt.all(pt.gt(alpha, 0)), pt.all(pt.gt(beta, 0)))
+
+
+# --------------------------------------------------------------------------- DirichletCategorical
+__all__ += ["dirichlet_categorical_logp"]
+
+
+def dirichlet_categorical_logp(labels, Y, a, n_categories):
+    """Dirichlet-categorical collapsed log likelihood.
+
+    ``Y`` (n, D) holds integer categories, column d in ``0..C_d - 1`` (``n_categories`` = C, a
+    length-D integer vector); ``a`` is (D, max C) (entries past C_d are ignored):
+    ``theta_bd ~ Dirichlet(a_d[:C_d])``, ``y_id ~ Categorical(theta_bd)``. A block of m items with
+    category counts ``c_dk`` contributes
+    ``sum_d lgamma(A_d) - lgamma(A_d + m) + sum_k lgamma(a_dk + c_dk) - lgamma(a_dk)``, ``A_d`` the
+    sum of ``a_d[:C_d]``. Categories out of range give -inf.
+    """
+    Y = _as_data(Y)
+    a = _as_float(a, Y.dtype)
+    if a.ndim < 2:
+        a = pt.shape_padleft(a, 2 - a.ndim)
+    n_categories = pt.as_tensor_variable(n_categories)
+    lab, valid, n, counts = _prep_labels(labels, Y)
+    D = Y.shape[1]
+    C = a.shape[1]
+    a = pt.broadcast_to(a, (D, C))
+    cats = pt.arange(C)
+    used = pt.lt(cats[None, :], n_categories[:, None])  # (D, C)
+    ok_data = pt.all(pt.ge(Y, 0) & pt.eq(Y, pt.floor(Y)) & pt.lt(Y, n_categories[None, :]))
+    Yi = pt.cast(pt.switch(ok_data, Y, 0.0), "int64")
+    onehot = pt.cast(pt.eq(Yi[:, :, None], cats[None, None, :]), Y.dtype)  # (n, D, C)
+    c = _scatter(lab, onehot)  # (n, D, C) per-block counts
+    a_used = pt.switch(used, a, 1.0)
+    tot = pt.sum(pt.switch(used, a, 0.0), axis=1)  # (D,)
+    m = counts[:, None]
+    per_cat = pt.switch(used[None], pt.gammaln(a_used[None] + c) - pt.gammaln(a_used[None]), 0.0)
+    val = pt.gammaln(tot)[None, :] - pt.gammaln(tot[None, :] + m) + pt.sum(per_cat, axis=2)  # (n, D)
+    val = pt.switch(pt.gt(m, 0), val, 0.0)
+    logp = pt.sum(val)
+    return _finish(logp, valid, ok_data, pt.all(pt.gt(pt.switch(used, a, 1.0), 0)))

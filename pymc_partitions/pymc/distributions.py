@@ -761,3 +761,209 @@ class BetaBernoulli(pm.Discrete):
     def logp(value, partition, a, b):
         lp = symbolic.beta_bernoulli_logp(partition, value, a, b)
         return check_parameters(lp, pt.all(a > 0), pt.all(b > 0), msg="a > 0, b > 0")
+
+
+# ----------------------------------------------------------------------------- count and categorical likelihoods
+
+from ..families.predictive import DirichletCategoricalFamily, GammaPoissonFamily, check_counts  # noqa: E402
+
+__all__ += ["GammaPoisson", "DirichletCategorical"]
+
+
+class GammaPoissonRV(CollapsedLikelihoodRV):
+    name = "gamma_poisson"
+    signature = "(n),(d),(d)->(n,d)"
+    dtype = "int64"
+    _print_name = ("GammaPoisson", "\\operatorname{GammaPoisson}")
+    family_code = kernels.GAMMA_POISSON
+
+    def rng_fn(self, rng, labels, alpha, beta, size=None):
+        _no_size(size)
+        _check_forward_draw(self, labels)
+        return draws.draw_gamma_poisson(labels, alpha, beta, rng).astype(np.int64)
+
+    def kernel_part(self, data, alpha, beta):
+        return kernels.GAMMA_POISSON, data, kernels.gamma_poisson_hyper(alpha, beta, data.shape[1])
+
+    def family(self, dim, alpha, beta):
+        return GammaPoissonFamily(alpha, beta, dim)
+
+
+class DirichletCategoricalRV(CollapsedLikelihoodRV):
+    name = "dirichlet_categorical"
+    signature = "(n),(d,c),(d)->(n,d)"
+    dtype = "int64"
+    _print_name = ("DirichletCategorical", "\\operatorname{DirichletCategorical}")
+    family_code = kernels.DIRICHLET_CATEGORICAL
+
+    @staticmethod
+    def data_dim(rv):
+        dim = rv.owner.inputs[3].type.shape[-2]
+        return None if dim is None else int(dim)
+
+    def rng_fn(self, rng, labels, a, n_categories, size=None):
+        _no_size(size)
+        _check_forward_draw(self, labels)
+        return draws.draw_dirichlet_categorical(labels, a, n_categories, rng).astype(np.int64)
+
+    def kernel_part(self, data, a, n_categories):
+        n_cat = np.asarray(n_categories, np.int64)
+        return (kernels.DIRICHLET_CATEGORICAL, kernels.dirichlet_categorical_data(data, n_cat),
+                kernels.dirichlet_categorical_hyper(a, n_cat))
+
+    def family(self, dim, a, n_categories):
+        return DirichletCategoricalFamily(a, n_categories, dim)
+
+
+for _op in (GammaPoissonRV, DirichletCategoricalRV):
+    _REPLICATE_OPS[_op] = _replicate_op(_op())
+
+
+def _integer_observed(name, observed, n, check):
+    """(what PyMC gets as ``observed``, its value (n, D) floats) for integer-valued data, ``check``
+    raising ``ValueError`` on bad values. Symbolic (``pm.Data``) values that fail the check later
+    (``pm.set_data``) become -1, which the logp maps to -inf, rather than being cast to a valid
+    integer; the step methods refuse them by name."""
+    symbolic_data, value = _check_observed(name, observed, n)
+    try:
+        check(value)
+    except ValueError as err:
+        raise ValueError(f"{name!r}: observed {err}") from None
+    if symbolic_data is None:
+        return value.astype(np.int64), value
+    good = pt.ge(symbolic_data, 0) & pt.eq(symbolic_data, pt.floor(symbolic_data))
+    return pt.switch(good, symbolic_data, -1), value
+
+
+class GammaPoisson(pm.Discrete):
+    r"""Collapsed Poisson likelihood for counts with a Gamma(alpha, beta) prior on each cluster's rates.
+
+    ``lambda_bd ~ Gamma(alpha_d, beta_d)`` (shape and *rate*, as ``pm.Gamma``),
+    ``y_id ~ Poisson(lambda_bd)`` for items i in block b, one rate per cluster and column, the rates
+    integrated out. ``alpha`` and ``beta`` are positive scalars or length-D vectors, numbers or
+    PyMC variables. Data are non-negative integer counts, (n,) or (n, D).
+
+    Examples
+    --------
+    >>> import numpy as np, pymc as pm, pymc_partitions as pmp
+    >>> y = np.array([0, 1, 0, 9, 12, 10])
+    >>> with pm.Model():
+    ...     z = pmp.Partition("z", pmp.CRP(1.0), n=6)
+    ...     obs = pmp.GammaPoisson("y", partition=z, alpha=1.0, beta=0.1, observed=y)
+    """
+
+    rv_op = GammaPoissonRV()
+
+    def __new__(cls, name, partition, alpha=1.0, beta=1.0, *, observed=None, **kwargs):
+        n = _check_partition(name, partition)
+        obs, value = _integer_observed(name, observed, n, lambda v: check_counts(v, "counts"))
+        dim = value.shape[1]
+        hyper = (_vector(name, "alpha", alpha, dim, positive=True), _vector(name, "beta", beta, dim, positive=True))
+        _check_representable(name, cls.rv_op, value, hyper)
+        return super().__new__(cls, name, partition, *hyper, observed=obs, **kwargs)
+
+    @classmethod
+    def dist(cls, partition, alpha, beta, **kwargs):
+        return super().dist([partition, alpha, beta], **kwargs)
+
+    def support_point(rv, size, partition, alpha, beta):
+        return pt.zeros_like(rv)
+
+    def logp(value, partition, alpha, beta):
+        lp = symbolic.gamma_poisson_logp(partition, value, alpha, beta)
+        return check_parameters(lp, pt.all(alpha > 0), pt.all(beta > 0), msg="alpha > 0, beta > 0")
+
+
+def _n_categories(name, n_categories, value):
+    """Numbers of categories per column (length D): given (an integer or a length-D sequence) or
+    inferred as each column's largest category + 1."""
+    dim = value.shape[1]
+    if n_categories is None:
+        if not np.all((value >= 0) & (value == np.floor(value))):
+            raise ValueError(f"{name!r}: observed categories must be non-negative integers")
+        return value.max(axis=0).astype(np.int64) + 1
+    arr = np.asarray(n_categories)
+    if arr.dtype == object or arr.dtype.kind not in "iu" or arr.ndim > 1:
+        raise TypeError(f"{name!r}: n_categories must be an integer or a length-D sequence of integers, "
+                        f"got {n_categories!r}")
+    try:
+        arr = np.broadcast_to(arr.astype(np.int64), (dim,)).copy()
+    except ValueError:
+        raise ValueError(f"{name!r}: n_categories must be an integer or have length D={dim}, got shape "
+                         f"{arr.shape}") from None
+    if not np.all(arr >= 1):
+        raise ValueError(f"{name!r}: n_categories must be at least 1, got {arr.tolist()}")
+    return arr
+
+
+class DirichletCategorical(pm.Discrete):
+    r"""Collapsed categorical likelihood with a Dirichlet(a) prior on each cluster's category probabilities.
+
+    Data are integer categories, (n,) or (n, D): column d is one categorical variable with values
+    0..C_d - 1. ``theta_bd ~ Dirichlet(a_d)``, ``y_id ~ Categorical(theta_bd)``, one probability
+    vector per cluster and column, integrated out.
+
+    Parameters
+    ----------
+    a : scalar, length-C vector or (D, C) array, number or PyMC variable
+        Dirichlet concentrations (C = max C_d; entries past C_d are ignored).
+    n_categories : int or length-D sequence of ints, optional
+        C_d, the number of categories of column d. Default: each column's largest observed category
+        + 1 (give it when some categories may not be observed: they still count in the prior).
+
+    Examples
+    --------
+    >>> import numpy as np, pymc as pm, pymc_partitions as pmp
+    >>> y = np.array([[0, 1], [0, 1], [2, 0], [2, 0]])
+    >>> with pm.Model():
+    ...     z = pmp.Partition("z", pmp.CRP(1.0), n=4)
+    ...     obs = pmp.DirichletCategorical("y", partition=z, a=0.5, n_categories=[3, 2], observed=y)
+    """
+
+    rv_op = DirichletCategoricalRV()
+
+    def __new__(cls, name, partition, a=1.0, n_categories=None, *, observed=None, **kwargs):
+        n = _check_partition(name, partition)
+        symbolic_data, value = _check_observed(name, observed, n)
+        n_cat = _n_categories(name, n_categories, value)
+        try:
+            kernels.dirichlet_categorical_data(value, n_cat)
+        except ValueError as err:
+            raise ValueError(f"{name!r}: observed {err}") from None
+        dim, c_max = value.shape[1], int(n_cat.max())
+        if isinstance(a, Variable):
+            a_var = pt.as_tensor_variable(a).astype("float64")
+            if a_var.ndim > 2:
+                raise ValueError(f"{name!r}: a must be a scalar, a vector or a (D, C) matrix, got ndim {a_var.ndim}")
+            a_hyper = pt.broadcast_to(a_var, (dim, c_max))
+        else:
+            arr = np.asarray(a, dtype=np.float64)
+            try:
+                arr = np.broadcast_to(arr, (dim, c_max)).copy()
+            except ValueError:
+                raise ValueError(f"{name!r}: a must be a scalar, a length-{c_max} vector or ({dim}, {c_max}), got "
+                                 f"shape {arr.shape}") from None
+            used = np.arange(c_max)[None, :] < n_cat[:, None]
+            if not np.all(np.isfinite(arr[used])) or not np.all(arr[used] > 0):
+                raise ValueError(f"{name!r}: a must be positive and finite, got {a!r}")
+            a_hyper = np.where(used, arr, 1.0)
+        hyper = (a_hyper, n_cat)
+        _check_representable(name, cls.rv_op, value, hyper)
+        if symbolic_data is None:
+            obs = value.astype(np.int64)
+        else:
+            good = pt.ge(symbolic_data, 0) & pt.eq(symbolic_data, pt.floor(symbolic_data))
+            obs = pt.switch(good, symbolic_data, -1)
+        return super().__new__(cls, name, partition, *hyper, observed=obs, **kwargs)
+
+    @classmethod
+    def dist(cls, partition, a, n_categories, **kwargs):
+        return super().dist([partition, a, n_categories], **kwargs)
+
+    def support_point(rv, size, partition, a, n_categories):
+        return pt.zeros_like(rv)
+
+    def logp(value, partition, a, n_categories):
+        lp = symbolic.dirichlet_categorical_logp(partition, value, a, n_categories)
+        used = pt.lt(pt.arange(a.shape[-1])[None, :], n_categories[:, None])
+        return check_parameters(lp, pt.all(pt.gt(pt.switch(used, a, 1.0), 0)), msg="a > 0")

@@ -569,7 +569,7 @@ def sample_posterior_predictive(result, model=None, *, var_name=None, var_names=
         dims = (f"{name}_dim_0", f"{name}_dim_1")
         if observed is not None and name in observed and observed[name].ndim == 2:
             dims = observed[name].dims
-        dtype = np.int64 if fitted.ops[fitted.names.index(name)].family_code == BETA_BERNOULLI else np.float64
+        dtype = np.int64 if np.dtype(fitted.ops[fitted.names.index(name)].dtype).kind == "i" else np.float64  # counts, categories, 0/1
         data[name] = (("chain", "draw") + tuple(dims), values.reshape(shape + values.shape[1:]).astype(dtype))
     attrs = {"description": "replicated data: cluster parameters drawn from their conditional posterior given "
                             "each draw's labels and the observed data", "partition_var": fitted.name,

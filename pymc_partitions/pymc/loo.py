@@ -1,0 +1,271 @@
+"""Pointwise log-likelihood of collapsed likelihoods, for ``az.loo`` / ``az.waic``.
+
+A collapsed likelihood's log density is one number per draw (the sum over blocks of the marginal
+likelihood of each block's data), not a sum over items, so PyMC's generic
+``pm.compute_log_likelihood`` has nothing pointwise to return (and it cannot clone a model whose
+Partition has a starting value). This module gives, per posterior draw s and item i,
+
+    l_i(s) = log p(y_i | z^s_{-i}, phi^s, y_{-i})
+           = log sum_k P(z_i = k | z^s_{-i}) p(y_i | the items of block k of z^s_{-i}, phi^s),
+
+the collapsed leave-one-out predictive of item i given the partition of the *other* items: item i's
+own cluster integrated out under the prior's conditional (k runs over the blocks of z_{-i} and a
+new block; P(z_i = k | z_{-i}) are the prior's sequential weights, e.g. m_k / (n - 1 + alpha) and
+alpha / (n - 1 + alpha) for the CRP; phi: the hyperparameters, including the prior's). This is
+the normalising constant of item i's collapsed Gibbs conditional. Because
+p(y | z_{-i}, phi) = p(y_i | z_{-i}, phi, y_{-i}) p(y_{-i} | z_{-i}, phi), the importance-sampling
+identity behind PSIS-LOO is exact:
+
+    1 / E_{p(z, phi | y)}[exp(-l_i)] = p(y_i | y_{-i}),
+
+the predictive density of item i under the whole model (partition prior, hyperparameters and
+likelihood) given all the other items. So ``az.loo`` estimates elpd_loo = sum_i log p(y_i | y_{-i})
+and compares models (priors, likelihoods, hyperparameters, a finite mixture against a Dirichlet
+process) by how well each predicts a held-out item, its cluster unknown. Integrating z_i out
+(rather than using log p(y_i | z, y_{-i}) given item i's sampled cluster, for which the identity
+also holds) makes the importance ratios far less variable: fewer high Pareto k. WAIC from the
+same values is the usual asymptotic approximation; prefer LOO, whose identity is exact.
+
+With several likelihoods on one partition (several observations of each item), the value for
+likelihood f is log p(y_i^f | z_{-i}, phi, y_{-i}, y_i^g for g != f): item i's other observations
+are conditioned on (they inform its cluster), and the identity holds for each f.
+
+:func:`install` wraps ``pymc.stats.log_density.compute_log_density`` so that
+``pm.compute_log_likelihood`` and ``pm.sample(..., idata_kwargs={"log_likelihood": True})`` fill the
+``log_likelihood`` group with these values for every collapsed likelihood (dims ``chain``, ``draw``
+and the likelihood's first observed dimension), and with PyMC's own elementwise values for any
+other observed variable.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import math
+
+import numba
+import numpy as np
+import xarray as xr
+
+from ..families.kernels import FamilyPack, family_log_preds, pack_init, pack_update
+from ..priors import log_join_weight, log_new_weight
+from ..samplers.gibbs import _build
+from .compat import is_datatree, posterior_dataset
+from .distributions import CollapsedLikelihoodRV, is_partition
+
+__all__ = ["pointwise_log_likelihood", "install"]
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _lse(v, count):
+    top = -np.inf
+    for j in range(count):
+        top = max(top, v[j])
+    if top == -np.inf:
+        return -np.inf
+    acc = 0.0
+    for j in range(count):
+        acc += math.exp(v[j] - top)
+    return top + math.log(acc)
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _loo_log_preds(labels, prior_code, prior_params, codes, dims, data_off, stat_off, hyper_off, hyper, data, width):
+    """(F, n): for likelihood f and item i, log p(y_i^f | z_{-i}, y_{-i}, y_i^{g != f}), item i's
+    block integrated out under the prior's conditional given the other items' blocks."""
+    n = labels.shape[0]
+    n_fam = codes.shape[0]
+    scratch = np.empty(max(1, data.shape[1]))
+    slot, sizes, st, _, k = _build(labels, codes, dims, data_off, stat_off, hyper_off, hyper, data, width, scratch)
+    pack_init(codes, dims, stat_off, hyper_off, hyper, st, k)  # row k: an empty block
+    out = np.empty((n_fam, n))
+    blocks = np.empty(k + 1, np.int64)
+    prior_w = np.empty(k + 1)
+    per_fam = np.zeros((n_fam, k + 1))
+    total = np.empty(k + 1)
+    for i in range(n):
+        b = slot[i]
+        sizes[b] -= 1
+        pack_update(codes, dims, data_off, stat_off, hyper_off, hyper, st, b, data, i, -1.0, scratch)
+        m = 0
+        for s in range(k):
+            if sizes[s] > 0:
+                blocks[m] = s
+                prior_w[m] = log_join_weight(prior_code, prior_params, sizes[s])
+                m += 1
+        prior_w[m] = log_new_weight(prior_code, prior_params, m)
+        blocks[m] = k
+        count = m + 1
+        for f in range(n_fam):
+            for j in range(count):
+                per_fam[f, j] = 0.0
+            family_log_preds(codes[f], st, blocks, count, stat_off[f], data, i, data_off[f], hyper, hyper_off[f],
+                             dims[f], scratch, per_fam[f])
+        for j in range(count):
+            total[j] = prior_w[j]
+            for f in range(n_fam):
+                total[j] += per_fam[f, j]
+        joint = _lse(total, count)
+        for f in range(n_fam):
+            for j in range(count):
+                total[j] = prior_w[j]
+                for g in range(n_fam):
+                    if g != f:
+                        total[j] += per_fam[g, j]
+            out[f, i] = joint - _lse(total, count)
+        pack_update(codes, dims, data_off, stat_off, hyper_off, hyper, st, b, data, i, 1.0, scratch)
+        sizes[b] += 1
+    return out
+
+
+def pointwise_log_likelihood(result, model=None, *, var_names=None) -> xr.Dataset:
+    """``log p(y_i | z, phi, y_{-i})`` for every posterior draw and item, for the collapsed
+    likelihoods of ``model`` (see the module docstring for what ``az.loo`` then estimates).
+
+    Returns a Dataset with one variable per likelihood, dims ``("chain", "draw", <obs dim>)``, where
+    ``<obs dim>`` is the likelihood's first dimension in the model (``dims=``) or ``<name>_dim_0``.
+    ``var_names``: the likelihoods to include (default: all collapsed likelihoods). Hyperparameters
+    that are random variables take each draw's values; data are those the posterior was fitted to
+    (the result's ``observed_data``, else the model's). ``pm.compute_log_likelihood`` calls this.
+    """
+    import pymc as pm  # noqa: PLC0415
+
+    from .predictive import _read_result  # noqa: PLC0415
+
+    model = pm.modelcontext(model)
+    collapsed = [rv for rv in model.observed_RVs if isinstance(rv.owner.op, CollapsedLikelihoodRV)]
+    if var_names is None:
+        chosen = collapsed
+    else:
+        if isinstance(var_names, str):
+            var_names = [var_names]
+        names = {rv.name: rv for rv in collapsed}
+        unknown = [v for v in var_names if v not in names]
+        if unknown:
+            raise ValueError(f"pointwise_log_likelihood: {unknown} are not collapsed likelihoods of the model "
+                             f"({sorted(names)})")
+        chosen = [names[v] for v in var_names]
+    partitions = list(dict.fromkeys(rv.owner.op.partition_input(rv) for rv in chosen))
+    data_vars = {}
+    for part in partitions:
+        fitted, labels, _, keep, source = _read_result(result, model, part.name, "pointwise_log_likelihood")
+        wanted = [j for j, rv in enumerate(fitted.likelihoods) if rv in chosen]
+        values = np.empty((len(wanted), labels.shape[0], fitted.n))
+        cache_key, pack = None, None
+        for s in range(labels.shape[0]):
+            inputs = [v[s] for v in fitted._values] if fitted.inputs else []
+            hyper = [np.asarray(h, np.float64) for h in fitted._fn(*inputs)]
+            key = tuple(h.tobytes() for h in hyper[2:])
+            alpha, discount, per_likelihood = fitted.terms.split_hyper(hyper)
+            params = np.array([float(alpha), float(discount), fitted.k], np.float64)
+            fitted.terms.check_prior_params(params)
+            if key != cache_key:
+                pack = FamilyPack.build([op.kernel_part(x, *h) for op, x, h in zip(fitted.ops, fitted.data,
+                                                                                     per_likelihood)],
+                                        n=fitted.n, names=fitted.names)
+                cache_key = key
+            lp = _loo_log_preds(labels[s], fitted.prior_code, params, pack.codes, pack.dims, pack.data_off,
+                                pack.stat_off, pack.hyper_off, pack.hyper, pack.data, pack.width)
+            values[:, s] = lp[wanted]
+        shape = (source.chains.size, keep.size, fitted.n)
+        for w, j in enumerate(wanted):
+            name = fitted.names[j]
+            dims = model.named_vars_to_dims.get(name) if hasattr(model, "named_vars_to_dims") else None
+            obs_dim = dims[0] if dims else f"{name}_dim_0"
+            data_vars[name] = (("chain", "draw", obs_dim), values[w].reshape(shape))
+    coords = {"chain": source.chains, "draw": source.draws[keep]}
+    for name, (dims, _) in data_vars.items():
+        if dims[2] in getattr(model, "coords", {}) and model.coords[dims[2]] is not None:
+            coords[dims[2]] = np.asarray(model.coords[dims[2]])
+    ds = xr.Dataset(data_vars, coords=coords)
+    ds.attrs["pointwise"] = ("collapsed likelihoods: log p(y_i | z, hyperparameters, y_-i), the leave-one-out "
+                             "predictive of item i given the other items of its cluster")
+    return ds
+
+
+@contextlib.contextmanager
+def _default_partition_initvals(model):
+    """PyMC cannot clone a model with starting values (``fgraph_from_model``); a Partition's value
+    only matters for sampling, so it is set aside while PyMC computes the other variables."""
+    saved = {rv: v for rv, v in model.rvs_to_initial_values.items() if is_partition(rv) and v is not None}
+    for rv in saved:
+        model.rvs_to_initial_values[rv] = None
+    try:
+        yield
+    finally:
+        model.rvs_to_initial_values.update(saved)
+
+
+def _wrapper(original):
+    signature = inspect.signature(original)
+
+    def compute_log_density(*args, **kwargs):
+        import pymc as pm  # noqa: PLC0415
+
+        bound = signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        arg = bound.arguments
+        model = pm.modelcontext(arg.get("model"))
+        collapsed = [rv.name for rv in model.observed_RVs if isinstance(rv.owner.op, CollapsedLikelihoodRV)]
+        has_partition = any(is_partition(rv) for rv in model.free_RVs)
+        if not has_partition:
+            return original(*bound.args, **bound.kwargs)
+        if arg.get("kind", "likelihood") != "likelihood" or not collapsed:
+            with _default_partition_initvals(model):
+                return original(*bound.args, **bound.kwargs)
+        names = arg.get("var_names")
+        names = [rv.name for rv in model.observed_RVs] if names is None else list(names)
+        ours = [v for v in names if v in collapsed]
+        rest = [v for v in names if v not in collapsed]
+        if tuple(arg.get("sample_dims", ("chain", "draw"))) != ("chain", "draw"):
+            raise NotImplementedError("collapsed likelihoods: the pointwise log-likelihood needs sample_dims "
+                                      "('chain', 'draw')")
+        idata = arg["idata"]
+        extend = arg.get("extend_inferencedata", True)
+        parts = []
+        if rest:
+            arg["var_names"] = rest
+            arg["extend_inferencedata"] = False
+            with _default_partition_initvals(model):
+                parts.append(original(*bound.args, **bound.kwargs))
+        if ours:
+            parts.append(pointwise_log_likelihood(idata, model, var_names=ours))
+        ds = xr.merge(parts, combine_attrs="drop_conflicts") if len(parts) > 1 else parts[0]
+        if not extend:
+            return ds
+        if is_datatree(idata):
+            idata["log_likelihood"] = ds
+        else:
+            idata.add_groups({"log_likelihood": ds})
+        return idata
+
+    compute_log_density._pmp_loo = True
+    compute_log_density.__wrapped__ = original
+    compute_log_density.__doc__ = original.__doc__
+    return compute_log_density
+
+
+def install() -> bool:
+    """Wrap ``pymc.stats.log_density.compute_log_density`` (which ``pm.compute_log_likelihood`` and
+    ``pm.sample``'s ``idata_kwargs={"log_likelihood": True}`` call) so that models with a
+    Partition work and collapsed likelihoods get :func:`pointwise_log_likelihood`. Idempotent;
+    returns whether the wrapper is in place (False if PyMC's function moved or changed its
+    parameters: then ``pm.compute_log_likelihood`` behaves as PyMC's own, and
+    :func:`pointwise_log_likelihood` remains available)."""
+    try:
+        import pymc.stats.log_density as log_density  # noqa: PLC0415
+    except ImportError:
+        return False
+    original = getattr(log_density, "compute_log_density", None)
+    if original is None:
+        return False
+    if getattr(original, "_pmp_loo", False):
+        return True
+    params = inspect.signature(original).parameters
+    if not {"idata", "var_names", "extend_inferencedata", "model", "kind", "sample_dims"} <= set(params):
+        return False
+    log_density.compute_log_density = _wrapper(original)
+    return True
+
+
+install()
