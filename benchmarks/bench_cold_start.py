@@ -151,7 +151,7 @@ def _compile_times(buffer):
             total += inclusive
         disp = data["dispatcher"]
         name = f"{disp.py_func.__module__.replace('pymc_partitions.', '')}.{disp.py_func.__qualname__}"
-        out.append((name, str(data["args"])[:60], inclusive - children, inclusive))
+        out.append((name, str(data["args"]), inclusive - children, inclusive))
     return out, total
 
 
@@ -249,7 +249,11 @@ def main(argv=None):
         kernels = sorted(cold["kernels"], key=lambda k: -k[2])
         print(f"  {len(kernels)} kernel compilations; longest (exclusive s, inclusive s):")
         for kname, sig, exclusive, inclusive in kernels[:args.top]:
-            print(f"    {exclusive:6.2f} {inclusive:6.2f}  {kname} {sig}")
+            print(f"    {exclusive:6.2f} {inclusive:6.2f}  {kname} {sig[:70]}")
+        again = sorted({k[0] for k in kernels if k[0].split(".")[0] != "numba"
+                        and sum(1 for q in kernels if q[0] == k[0]) > 1})
+        if again:
+            print(f"  compiled more than once: {', '.join(again)}")
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1))
 

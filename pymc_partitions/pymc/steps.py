@@ -96,6 +96,20 @@ class CollapsedGibbs(_PartitionStep):
     def __init__(self, vars=None, model=None, sweeps=1, rng=None, blocked=None, **kwargs):
         self.sweeps = _checks.integer("sweeps", sweeps, low=1, owner="CollapsedGibbs")
         super().__init__(vars, model, rng)
+        self._compile_now(pm.modelcontext(model), kwargs.get("initial_point"))
+
+    def _compile_now(self, model, initial_point):
+        """Compile the sweep (or load it from numba's cache) here, in the process that builds the
+        step. With ``cores > 1`` PyMC's worker processes then inherit it (fork) or load it from the
+        cache (spawn, forkserver) instead of each compiling it from scratch on a cold cache (tens
+        of CPU seconds each). Errors are left to the first draw, which reports them as before."""
+        try:
+            point = initial_point if initial_point is not None else model.initial_point()
+            labels, prior_params, pack = self._inputs(point)
+            none = np.zeros((0, 0), np.int64)
+            gibbs_sweeps(labels, pack, self.terms.prior_code, prior_params, none, none.astype(np.float64))
+        except Exception:  # noqa: BLE001 - only a warm-up
+            pass
 
     def step(self, point):
         labels, prior_params, pack = self._inputs(point)
