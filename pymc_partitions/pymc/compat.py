@@ -127,12 +127,21 @@ def _major(version: str) -> int:
 PYMC_MAJOR: int = _major(pymc.__version__)
 """Major version of the installed PyMC (5 or 6)."""
 
-try:  # ArviZ 1.x is a meta-package; ``arviz.__version__`` exists in both lines.
-    import arviz as _az
+def _arviz():
+    """The ``arviz`` module, imported on first use: ArviZ 1.x imports its plotting package and
+    matplotlib (about 5 s at a load of 5 on 2 cores), which PyMC 6 itself does not import, so
+    importing it here would make ``import pymc_partitions`` that much slower than ``import pymc``.
+    (PyMC 5 imports ArviZ 0.x itself.)"""
+    import arviz  # noqa: PLC0415
 
-    ARVIZ_MAJOR: int = _major(_az.__version__)
+    return arviz
+
+
+try:  # read from the installed distribution, without importing it
+    from importlib.metadata import version as _version
+
+    ARVIZ_MAJOR: int = _major(_version("arviz"))
 except Exception:  # pragma: no cover - arviz is a hard dependency of PyMC
-    _az = None
     ARVIZ_MAJOR = 0
 
 #: True when ``pm.sample`` returns an ``xarray.DataTree`` (PyMC >= 6), False for InferenceData.
@@ -415,9 +424,9 @@ def is_inferencedata(obj: Any) -> bool:
     """True if ``obj`` is an ``arviz.InferenceData`` (the PyMC 5 / ArviZ 0.x result type)."""
     # ArviZ 1.x has no InferenceData: ``az.InferenceData`` there is a module-level
     # ``__getattr__`` returning ``xarray.DataTree`` with a MigrationWarning.
-    if _az is None or ARVIZ_MAJOR >= 1:
+    if ARVIZ_MAJOR >= 1:
         return False
-    return isinstance(obj, _az.InferenceData)
+    return isinstance(obj, _arviz().InferenceData)  # (PyMC 5 has imported ArviZ 0.x already)
 
 
 def _check_result(result: Any) -> None:
@@ -785,8 +794,9 @@ def load(path: str | os.PathLike):
             with xr.open_datatree(name, engine="h5netcdf") as tree:
                 result = tree.load()
         else:
-            with _az.rc_context({"data.load": "eager"}):
-                result = _az.from_netcdf(name, engine="h5netcdf")
+            az = _arviz()
+            with az.rc_context({"data.load": "eager"}):
+                result = az.from_netcdf(name, engine="h5netcdf")
     except OSError as err:
         raise ValueError(f"pmp.load: {name!r} {_NOT_NETCDF4} (damaged? {err})") from err
     if not group_names(result):

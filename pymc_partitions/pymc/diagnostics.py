@@ -60,8 +60,10 @@ def _plan(posterior, var_names, partitions, model, owner):
                                  " (leave it out with var_names=)") for v in names}
     parts, source = _partition_names(values, names, partitions, model, owner)
     labels = {p: _labels(values[p], p, owner) for p in parts}
-    derived = {v for p in parts for v in invariant_names(p)} if var_names is None else set()
-    continuous = [v for v in names if v not in parts and v not in derived]  # not the partitions' Deterministics
+    # by default, not the label-invariant Deterministics of a pmp.Partition (functions of its draws),
+    # whether or not it is treated as a partition here
+    derived = {d for v in names for d in invariant_names(v)} if var_names is None else set()
+    continuous = [v for v in names if v not in parts and v not in derived]
     stacked = None
     if continuous:
         blocks = [values[v].astype(float).reshape(values[v].shape[0], values[v].shape[1], -1) for v in continuous]
