@@ -2,7 +2,7 @@
 
 Model (velocities in 1000 km/s):
 
-    alpha         ~ Gamma(1, 1)                      updated by pmp.EscobarWest (O(1) per draw)
+    alpha         ~ Gamma(1, 1)                      updated by pmp.EscobarWest (automatic; O(1) per draw)
     z | alpha     ~ CRP(alpha)                       updated by pmp.CollapsedGibbs (automatic)
     mu_b          ~ Normal(20, 10)                   one mean per cluster, integrated out
     y_i | z, mu   ~ Normal(mu_{z_i}, 1)
@@ -18,7 +18,6 @@ import numpy as np
 import pymc as pm
 
 import pymc_partitions as pmp
-from pymc_partitions.pymc.compat import posterior_dataset
 
 
 def main(draws=500, tune=200, chains=2, seed=1):
@@ -34,16 +33,14 @@ def main(draws=500, tune=200, chains=2, seed=1):
             draws=draws,
             tune=tune,
             chains=chains,
-            cores=1,
-            step=[pmp.EscobarWest([alpha])],  # z gets pmp.CollapsedGibbs automatically
+            cores=1,  # 2 chains of 82 items: quicker in one process than in two
             random_seed=seed,
             progressbar=False,
-            compute_convergence_checks=False,  # R-hat on labels is meaningless (label switching)
-        )
+        )  # steps: z CollapsedGibbs, alpha EscobarWest (automatic)
         elapsed = time.perf_counter() - start
 
-    k = posterior_dataset(idata, "sample_stats")["n_clusters"].values.ravel()
-    alpha_draws = posterior_dataset(idata, "posterior")["alpha"].values.ravel()
+    k = pmp.posterior_dataset(idata)["z_n_clusters"].values.ravel()
+    alpha_draws = pmp.posterior_dataset(idata, "posterior")["alpha"].values.ravel()
 
     print(f"Galaxies DPMM: n = {len(y)}, {chains} chains x {draws} draws (+{tune} tuning)")
     print("Posterior of the number of clusters K:")
@@ -54,6 +51,7 @@ def main(draws=500, tune=200, chains=2, seed=1):
     print(f"Posterior mean of K: {k.mean():.2f}")
     print(f"Posterior mean of alpha: {alpha_draws.mean():.3f}")
     print(f"Wall time of pm.sample: {elapsed:.1f} s")
+    print(pmp.summary(idata, kind="diagnostics"))
 
 
 if __name__ == "__main__":

@@ -13,6 +13,9 @@ reconfiguration moves across chains) to interleave with it; :class:`EscobarWest`
 :func:`summarize_unbiased`, with functions of the partition in :mod:`pymc_partitions.h`.
 Centered W2 diagnostics: :func:`w2_convergence` (warns with :class:`W2ConvergenceWarning` when the
 chains have not reached stationarity), :func:`plot_w2_convergence`, :func:`w2_bias`.
+Results: :func:`posterior_dataset` (any group as an ``xarray.Dataset``, from PyMC 5's InferenceData
+or PyMC 6's DataTree), :func:`label_invariant`, :func:`summary` and :func:`plot_trace` (ArviZ on
+label-invariant quantities, not on arbitrary labels), :func:`save`, :func:`load`, :func:`add_groups`.
 Partition summaries (:mod:`pymc_partitions.summaries` for the algorithms): :func:`coclustering`,
 :func:`point_estimate` (SALSO), :func:`credible_ball`, :func:`partition_traces`,
 :func:`summarize_clustering` (the ``clustering`` group), and the plots :func:`plot_coclustering`,
@@ -24,7 +27,7 @@ Partition summaries (:mod:`pymc_partitions.summaries` for the algorithms): :func
 
 from . import datasets, partition
 from .priors import CRP, FiniteDirichlet, PitmanYor
-from .pymc.compat import add_groups, load, save
+from .pymc.compat import add_groups, load, posterior_dataset, save
 from .pymc.distributions import BetaBernoulli, BetaBernoulliNetwork, NormalInverseWishart, NormalNormal, Partition
 from .pymc.distributions import DirichletCategorical, GammaPoisson
 from .pymc.loo import pointwise_log_likelihood
@@ -37,6 +40,7 @@ from .pymc.diagnostics import plot_w2_convergence, w2_bias, w2_convergence
 from .pymc.unbiased import sample_unbiased, summarize_unbiased
 from .pymc.summaries import coclustering, credible_ball, partition_traces, point_estimate, summarize_clustering
 from .pymc.predictive import cluster_parameters, join_probabilities, predictive_density, sample_posterior_predictive
+from .pymc.invariants import label_invariant, plot_trace, summary
 from .pymc.plots import plot_clustering, plot_coclustering, plot_credible_ball, plot_n_clusters, plot_predictive_density
 from . import summaries
 
@@ -62,6 +66,10 @@ __all__ = [
     "EscobarWest",
     "PriorSlice",
     "add_groups",
+    "posterior_dataset",
+    "label_invariant",
+    "summary",
+    "plot_trace",
     "save",
     "load",
     "w2_convergence",

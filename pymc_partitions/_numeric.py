@@ -4,8 +4,28 @@ import math
 
 import numba
 import numpy as np
+from numba.core import types
+from numba.extending import intrinsic
 
 from . import _checks
+
+
+@intrinsic
+def runtime_int(typingctx, x):
+    """``x`` as an int64 that numba does not treat as a constant, inside compiled code.
+
+    A compiled function called from another with a literal integer (``f(0)``) is compiled for the
+    type ``Literal[int](0)``, and again for ``int64`` when a variable is passed elsewhere: one more
+    compilation of it and of every function it calls with that argument (3-5 s for the Gibbs
+    sweep). ``np.int64(0)`` is folded back into the literal; ``f(runtime_int(0))`` is not.
+    """
+    if not isinstance(types.unliteral(x), types.Integer):
+        return None
+
+    def codegen(context, builder, signature, args):
+        return context.cast(builder, args[0], signature.args[0], types.int64)
+
+    return types.int64(x), codegen
 
 
 @numba.njit(cache=True, error_model="numpy", inline="always")

@@ -65,6 +65,22 @@ def canonicalize_into(labels, out):
 
 
 @numba.njit(cache=True)
+def canonicalize_dense_into(labels, bound, out):
+    """:func:`canonicalize_into` for labels known to lie in [0, bound) (slot numbers, validated
+    labels): one lookup table and no sorting fallback, whose compilation (numba's sorts) costs
+    seconds on a cold cache. Labels outside [0, bound) are the caller's error (not checked)."""
+    new = np.full(bound, -1, np.int64)
+    k = 0
+    for i in range(labels.shape[0]):
+        j = labels[i]
+        if new[j] < 0:
+            new[j] = k
+            k += 1
+        out[i] = new[j]
+    return k
+
+
+@numba.njit(cache=True)
 def _canonicalize_sorted(labels, out):
     """:func:`canonicalize_into` by a stable sort: equal labels form runs, whose first members are
     their first appearances; blocks are then numbered in order of first appearance."""

@@ -69,9 +69,11 @@ def test_readme_opens_with_install_and_test_commands():
 
 
 def test_demo_script_runs():
+    env = dict(os.environ)  # this checkout's package, not another installed one
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     proc = subprocess.run(
         [sys.executable, str(ROOT / "examples" / "demo.py")],
-        cwd=ROOT, capture_output=True, text=True, timeout=600,
+        cwd=ROOT, capture_output=True, text=True, timeout=600, env=env,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = proc.stdout.lower()

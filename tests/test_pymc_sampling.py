@@ -120,7 +120,7 @@ def test_automatic_assignment_and_nuts_composition():
     model, alpha, _, _ = _random_parameter_case("crp-auto")
     _, selected = assign_step_methods(model)
     assert {cls.__name__: [v.name for v in vs] for cls, vs in selected.items()} == {
-        "CollapsedGibbs": ["z"], "NUTS": ["alpha_log__"]}
+        "CollapsedGibbs": ["z"], "EscobarWest": ["alpha_log__"]}
 
 
 def test_cores_and_seed_reproducibility_and_dtype():

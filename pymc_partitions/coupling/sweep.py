@@ -21,7 +21,7 @@ import numba
 import numpy as np
 
 from .. import _checks
-from .._numeric import check_uniforms
+from .._numeric import check_uniforms, runtime_int
 from ..families.kernels import FamilyPack, pack_init
 from ..partition import as_labels, canonicalize_into, index_array
 from ..samplers.gibbs import _assign, _build, _grow, _join_weights, _log_conditional, _remove, _sweep, check_model
@@ -123,7 +123,7 @@ def _coupled_sweep(method, eps, order, uniforms, slot_x, size_x, stat_x, act_x, 
     """One coupled sweep; returns the (possibly grown) tables of both chains and their intersections."""
     first_row = np.zeros(1, np.int64)
     new_lp = np.empty(1)
-    t = 0
+    t = runtime_int(0)  # not the literal 0 (one more compilation of _coupled_visit)
     while True:
         cx = size_x.shape[0]
         cy = size_y.shape[0]

@@ -32,7 +32,6 @@ import warnings
 from collections.abc import Sequence
 
 import numpy as np
-from scipy.stats import norm
 
 from .._checks import boolean, choice, integer, real
 from .wasserstein import centered_l, centered_u, plugin_w2, sgnsq, squared_euclidean
@@ -197,6 +196,7 @@ def _cost_matrix(cost, a, b, r):
 
 
 def _time_averaged(draws, cost, window, ci, reference, labels):
+    from scipy.stats import norm  # noqa: PLC0415 (scipy.stats costs ~0.3 s to import)
     r, t_count = draws.shape[:2]
     if reference is None:
         ref, reported = draws[:, -1], t_count - 1
@@ -243,6 +243,7 @@ def _time_averaged(draws, cost, window, ci, reference, labels):
 
 
 def _split(draws, cost, ci, underdispersed, labels):
+    from scipy.stats import norm  # noqa: PLC0415 (scipy.stats costs ~0.3 s to import)
     r, t_count = draws.shape[:2]
     if r < 4:
         raise ValueError(f"the split method needs at least 4 chains, got {r}")
@@ -291,6 +292,7 @@ def stationarity_check(out: dict, ci: float = 0.95) -> dict:
     ``U_upper < 0``), ``below_corrected`` (positions significant after the correction),
     ``trend_z`` (trend / its se; NaN for split or a one-iteration window) and ``warn``.
     """
+    from scipy.stats import norm  # noqa: PLC0415 (scipy.stats costs ~0.3 s to import)
     ci = real("ci", ci, low=0.0, high=1.0, low_open=True, high_open=True, owner="stationarity_check")
     u, se = np.asarray(out["U"], float), np.asarray(out["U_se"], float)
     checked = int(out["window"][1]) + 1 if "window" in out else len(u)

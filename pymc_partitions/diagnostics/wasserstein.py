@@ -27,8 +27,6 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.spatial.distance import cdist
-from scipy.stats import norm
 
 from .._checks import integer, real
 
@@ -75,6 +73,7 @@ def squared_euclidean(a, b) -> np.ndarray:
 
     ``a`` is ``(n, d)`` or ``(n,)`` (n points on the line), ``b`` likewise with the same d.
     Computed from coordinate differences (no ``|a|^2 + |b|^2 - 2ab`` cancellation)."""
+    from scipy.spatial.distance import cdist  # noqa: PLC0415 (imported on use: import time)
     a = _points(a, "a")
     b = _points(b, "b")
     if a.shape[1] != b.shape[1]:
@@ -186,6 +185,7 @@ def _se(values, batches):
 
 
 def _z(ci):
+    from scipy.stats import norm  # noqa: PLC0415 (imported on use: import time)
     ci = real("ci", ci, low=0.0, high=1.0, low_open=True, high_open=True)
     return float(norm.ppf(0.5 + ci / 2.0))
 

@@ -9,7 +9,6 @@ then the points of that block; the parametrisations match
 from __future__ import annotations
 
 import numpy as np
-from scipy import stats
 
 __all__ = [
     "draw_normal_normal",
@@ -83,6 +82,8 @@ def draw_niw(labels, mu0, kappa0, nu0, scale0, rng):
     mu0 = np.broadcast_to(np.asarray(mu0, float), (D,))
     kappa0 = float(kappa0)
     nu0 = float(nu0)
+    from scipy import stats  # noqa: PLC0415 (imported on use: import time)
+
     inv, K = _blocks(labels)
     n = inv.size
     Y = np.empty((n, D))

@@ -64,6 +64,11 @@ Differences handled here
    hook to condition a forward draw on observed data, so :func:`guard_forward_sampling` wraps that
    function: a collapsed likelihood whose partition comes from the trace is replaced by a draw
    given the labels *and the observed data*.
+8. Convergence checks. ``pm.sample`` ends with ``run_convergence_checks(idata, model)`` (from
+   ``pymc.stats.convergence``, imported into ``pymc.sampling.mcmc``; ArviZ 0.x's ``az.rhat`` /
+   ``az.ess`` in PyMC 5, ``arviz_stats`` in PyMC 6) on every free random variable present in the
+   posterior, the labels of a partition included. :func:`guard_convergence_checks` wraps it so
+   that partitions are judged on label-invariant quantities instead.
 """
 
 from __future__ import annotations
@@ -98,6 +103,7 @@ __all__ = [
     "STEP_METHODS",
     "guard_initvals",
     "guard_forward_sampling",
+    "guard_convergence_checks",
     "forward_sampling_guarded",
     "ChainSetupMixin",
     "setup_chain",
@@ -121,12 +127,21 @@ def _major(version: str) -> int:
 PYMC_MAJOR: int = _major(pymc.__version__)
 """Major version of the installed PyMC (5 or 6)."""
 
-try:  # ArviZ 1.x is a meta-package; ``arviz.__version__`` exists in both lines.
-    import arviz as _az
+def _arviz():
+    """The ``arviz`` module, imported on first use: ArviZ 1.x imports its plotting package and
+    matplotlib (about 5 s at a load of 5 on 2 cores), which PyMC 6 itself does not import, so
+    importing it here would make ``import pymc_partitions`` that much slower than ``import pymc``.
+    (PyMC 5 imports ArviZ 0.x itself.)"""
+    import arviz  # noqa: PLC0415
 
-    ARVIZ_MAJOR: int = _major(_az.__version__)
+    return arviz
+
+
+try:  # read from the installed distribution, without importing it
+    from importlib.metadata import version as _version
+
+    ARVIZ_MAJOR: int = _major(_version("arviz"))
 except Exception:  # pragma: no cover - arviz is a hard dependency of PyMC
-    _az = None
     ARVIZ_MAJOR = 0
 
 #: True when ``pm.sample`` returns an ``xarray.DataTree`` (PyMC >= 6), False for InferenceData.
@@ -207,6 +222,42 @@ def guard_initvals() -> None:
     make_initial_point_expression._pmp_guard = True
     make_initial_point_expression.__wrapped__ = original
     initial_point.make_initial_point_expression = make_initial_point_expression
+
+
+def guard_convergence_checks() -> bool:
+    """Judge partitions on label-invariant quantities in ``pm.sample``'s convergence checks
+    (difference 8). Idempotent; returns whether the hook is in place.
+
+    ``pm.sample`` (``pymc/sampling/mcmc.py``, both lines) calls ``run_convergence_checks(idata,
+    model)``, imported into that module, on every free variable: for a partition that means R-hat
+    and ESS of each item's label, which label switching makes meaningless (and the first label,
+    always 0, gives NaN and a numpy ``RuntimeWarning``). The wrapper passes it a copy of the result
+    in which each partition's labels are replaced by their label-invariant quantities
+    (:func:`~pymc_partitions.pymc.invariants.for_convergence_checks`: number of clusters, largest
+    share, log joint), so its R-hat / ESS warnings are about those. Models without partitions are
+    checked exactly as before; ``compute_convergence_checks=False`` still skips the checks.
+    """
+    import pymc.sampling.mcmc as mcmc  # noqa: PLC0415
+    import pymc.stats.convergence as convergence  # noqa: PLC0415
+
+    original = getattr(mcmc, "run_convergence_checks", None)
+    if original is None:  # a PyMC that checks differently: its warnings stay as they are
+        return False
+    if getattr(original, "_pmp_guard", False):
+        return True
+
+    def run_convergence_checks(idata, model):
+        from .invariants import for_convergence_checks  # noqa: PLC0415
+
+        checked = for_convergence_checks(idata, model)
+        if checked is None:  # only partitions, all constant: no R-hat / ESS to compute
+            return convergence.warn_divergences(idata) + convergence.warn_treedepth(idata)
+        return original(checked, model)
+
+    run_convergence_checks._pmp_guard = True
+    run_convergence_checks.__wrapped__ = original
+    mcmc.run_convergence_checks = run_convergence_checks
+    return True
 
 
 #: Why forward draws of collapsed likelihoods are refused when :func:`guard_forward_sampling` could
@@ -373,9 +424,9 @@ def is_inferencedata(obj: Any) -> bool:
     """True if ``obj`` is an ``arviz.InferenceData`` (the PyMC 5 / ArviZ 0.x result type)."""
     # ArviZ 1.x has no InferenceData: ``az.InferenceData`` there is a module-level
     # ``__getattr__`` returning ``xarray.DataTree`` with a MigrationWarning.
-    if _az is None or ARVIZ_MAJOR >= 1:
+    if ARVIZ_MAJOR >= 1:
         return False
-    return isinstance(obj, _az.InferenceData)
+    return isinstance(obj, _arviz().InferenceData)  # (PyMC 5 has imported ArviZ 0.x already)
 
 
 def _check_result(result: Any) -> None:
@@ -743,8 +794,9 @@ def load(path: str | os.PathLike):
             with xr.open_datatree(name, engine="h5netcdf") as tree:
                 result = tree.load()
         else:
-            with _az.rc_context({"data.load": "eager"}):
-                result = _az.from_netcdf(name, engine="h5netcdf")
+            az = _arviz()
+            with az.rc_context({"data.load": "eager"}):
+                result = az.from_netcdf(name, engine="h5netcdf")
     except OSError as err:
         raise ValueError(f"pmp.load: {name!r} {_NOT_NETCDF4} (damaged? {err})") from err
     if not group_names(result):

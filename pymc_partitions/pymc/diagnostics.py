@@ -31,6 +31,7 @@ from ..diagnostics.convergence import (
 from ..diagnostics.partition_cost import mirkin_cost_matrix
 from ..diagnostics.wasserstein import hedged, squared_euclidean
 from .compat import add_groups, made_group
+from .distributions import invariant_names
 from .results import (  # noqa: F401  (is_canonical, SOURCES: used by tests and callers from here)
     SOURCES,
     _auto_partition,
@@ -59,7 +60,10 @@ def _plan(posterior, var_names, partitions, model, owner):
                                  " (leave it out with var_names=)") for v in names}
     parts, source = _partition_names(values, names, partitions, model, owner)
     labels = {p: _labels(values[p], p, owner) for p in parts}
-    continuous = [v for v in names if v not in parts]
+    # by default, not the label-invariant Deterministics of a pmp.Partition (functions of its draws),
+    # whether or not it is treated as a partition here
+    derived = {d for v in names for d in invariant_names(v)} if var_names is None else set()
+    continuous = [v for v in names if v not in parts and v not in derived]
     stacked = None
     if continuous:
         blocks = [values[v].astype(float).reshape(values[v].shape[0], values[v].shape[1], -1) for v in continuous]
@@ -92,7 +96,8 @@ def w2_convergence(idata, var_names=None, method: str = "time_averaged", window=
         A ``pm.sample`` result (keep ``tune=0`` or ``discard_tuned_samples=False`` to see the
         early iterations).
     var_names : str or list of str, optional
-        Posterior variables (default all). Continuous ones are stacked into one vector per draw
+        Posterior variables (default all but the label-invariant Deterministics ``<z>_n_clusters``,
+        ``<z>_largest_share`` a partition ``z`` adds, which are functions of its labels). Continuous ones are stacked into one vector per draw
         (trace ``continuous``); each partition variable gets its own trace, under its name.
     method : {"time_averaged", "split"}
         See :func:`pymc_partitions.diagnostics.convergence.w2_traces`.

@@ -17,6 +17,7 @@ from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.graph.basic import Constant, Variable
 from pytensor.tensor.random.op import RandomVariable
 
+from .. import _checks
 from ..families import draws, kernels, network, symbolic
 from ..families.predictive import BetaBernoulliFamily, DiagNormal, FullNormal, NIWFamily, replicate
 from ..families.transforms import whiten_full_normal
@@ -104,6 +105,18 @@ class Partition(pm.Discrete):
         Starting partition for sampling. It must lie in the prior's support: with
         ``FiniteDirichlet(alpha, k)`` at most ``k`` blocks (``"singletons"`` needs ``n <= k``).
         Labels given here or through ``pm.sample(initvals=...)`` must be integers in [0, n).
+    dims : str or tuple of one str, optional
+        Name of the item dimension (registered with coordinates 0 .. n-1 if the model does not
+        have it; if it does, it must have length n). Default ``"item"`` (with coordinates 0 .. n-1, or the
+        model's own ``"item"`` coordinates when it has ``n`` of them), or ``"<name>_item"`` when
+        the model's ``"item"`` dimension has another length.
+    invariants : bool, default True
+        Also add the label-invariant Deterministics ``<name>_n_clusters`` (number of clusters)
+        and ``<name>_largest_share`` (share of the items in the largest cluster). They are what
+        ``az.summary`` / ``az.plot_trace`` can judge convergence on (the labels themselves are
+        arbitrary: label switching), and they are in the prior and the posterior like any
+        Deterministic. ``pm.sample``'s convergence checks use them (and the sampler statistic
+        ``log_joint``) in place of the labels whether or not they are added.
 
     Examples
     --------
@@ -116,8 +129,9 @@ class Partition(pm.Discrete):
 
     rv_op = partition_rv
 
-    def __new__(cls, name, prior, n, *args, initval="one_block", **kwargs):
+    def __new__(cls, name, prior, n, *args, initval="one_block", invariants=True, **kwargs):
         n = _check_n(n)
+        invariants = _checks.boolean("invariants", invariants, owner=f"Partition {name!r}")
         if kwargs.get("size") is not None:
             raise TypeError(f"Partition {name!r}: size is not supported (one partition per variable; use n=)")
         shape = kwargs.get("shape")
@@ -130,7 +144,23 @@ class Partition(pm.Discrete):
         initval = _partition_initval(name, initval, n)
         if isinstance(initval, np.ndarray) and isinstance(prior, PartitionPrior):
             _check_support(name, initval, prior.k)
-        return super().__new__(cls, name, prior, n, *args, initval=initval, **kwargs)
+        model = pm.Model.get_context(error_if_none=False)
+        if model is not None:  # else PyMC's own error follows
+            dims = kwargs.get("dims")
+            kwargs["dims"] = _item_dim(model, name, n) if dims is None else _check_dims(model, name, dims, n)
+            if invariants:
+                clash = [v for v in invariant_names(model.name_for(name)) if v in model.named_vars]
+                if clash:
+                    raise ValueError(f"Partition {name!r}: the model already has variable(s) {clash}; rename them or "
+                                     "pass invariants=False")
+        rv = super().__new__(cls, name, prior, n, *args, initval=initval, **kwargs)
+        if model is not None:
+            _register_prior_parameters(model, prior)
+            if invariants:
+                sizes = pt.zeros(n, dtype="int64")[pt.clip(rv, 0, n - 1)].inc(1)
+                pm.Deterministic(f"{name}_{INVARIANTS[0]}", pt.sum(pt.gt(sizes, 0)))
+                pm.Deterministic(f"{name}_{INVARIANTS[1]}", pt.max(sizes) / float(n))
+        return rv
 
     @classmethod
     def dist(cls, prior, n, **kwargs):
@@ -157,6 +187,74 @@ class Partition(pm.Discrete):
         else:
             valid = [pt.gt(alpha, 0)]
         return check_parameters(lp, *valid, msg="alpha > 0 (alpha > -discount for Pitman-Yor), 0 <= discount < 1")
+
+
+#: Label-invariant Deterministics a Partition adds (``<name>_<suffix>``).
+INVARIANTS = ("n_clusters", "largest_share")
+
+#: The dimension name a Partition's labels get by default.
+ITEM_DIM = "item"
+
+
+def invariant_names(partition_name: str) -> list[str]:
+    """Names of the label-invariant Deterministics of the partition ``partition_name``."""
+    return [f"{partition_name}_{suffix}" for suffix in INVARIANTS]
+
+
+def _dim_length(model, dim):
+    length = model.dim_lengths.get(dim)
+    value = constant_value(length) if length is not None else None
+    return None if value is None else int(value)
+
+
+def _item_dim(model, name, n):
+    """``("item",)`` if the model has no ``item`` dimension or one of length ``n``, else
+    ``("<name>_item",)``; registered with coordinates 0 .. n-1 when new. ``None`` (PyMC's default
+    ``<name>_dim_0``) if both names are taken with other lengths."""
+    for dim in (ITEM_DIM, f"{name}_{ITEM_DIM}"):
+        if dim not in model.coords:
+            model.add_coord(dim, values=np.arange(n))
+            return (dim,)
+        if _dim_length(model, dim) == n:
+            return (dim,)
+    return None
+
+
+def _check_dims(model, name, dims, n):
+    """A user's ``dims`` for a Partition: one name, of a dimension of length ``n`` (registered with
+    coordinates 0 .. n-1 when the model does not have it)."""
+    if isinstance(dims, str):
+        dims = (dims,)
+    if not isinstance(dims, (tuple, list)) or len(dims) != 1 or not isinstance(dims[0], str) or not dims[0]:
+        raise ValueError(f"Partition {name!r}: dims must name the one item dimension (a str), got {dims!r}")
+    dim = dims[0]
+    if dim not in model.coords and dim not in model.dim_lengths:
+        model.add_coord(dim, values=np.arange(n))
+    elif _dim_length(model, dim) not in (None, n):
+        raise ValueError(f"Partition {name!r}: dimension {dim!r} has length {_dim_length(model, dim)}, but the "
+                         f"partition has n={n} items")
+    return (dim,)
+
+
+#: Prior parameters (alpha, discount random variables) of Partitions -> weak reference to their
+#: model, so that step competence (which PyMC asks without the model) can check how they are used.
+_PRIOR_PARAMETERS = weakref.WeakKeyDictionary()
+
+
+def _register_prior_parameters(model, prior):
+    if not isinstance(prior, PartitionPrior):
+        return
+    for param in (prior.alpha, prior.discount):
+        if isinstance(param, Variable) and param.owner is not None and isinstance(param.owner.op, RandomVariable):
+            _PRIOR_PARAMETERS[param] = weakref.ref(model)
+
+
+def prior_parameter_model(var):
+    """The model of a Partition prior parameter ``var`` (a random variable), else the model in
+    context, else ``None``."""
+    ref = _PRIOR_PARAMETERS.get(var)
+    model = ref() if ref is not None else None
+    return model if model is not None else pm.Model.get_context(error_if_none=False)
 
 
 def _is_zero(var):

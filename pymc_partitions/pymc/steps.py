@@ -19,8 +19,9 @@ from ..samplers.gibbs import gibbs_sweeps
 from ..samplers.jain_neal import JainNealKernel
 from ..samplers.pgsm import PGSMKernel
 from ..samplers.sams import SAMSKernel
-from .compat import STEP_METHODS, BlockedStep, ChainSetupMixin, Competence, ancestors, guard_forward_sampling, guard_initvals
-from .distributions import constant_value, is_partition
+from .compat import (STEP_METHODS, BlockedStep, ChainSetupMixin, Competence, ancestors, guard_convergence_checks,
+                     guard_forward_sampling, guard_initvals)
+from .distributions import constant_value, is_partition, prior_parameter_model
 from .terms import PartitionTerms, _resolve_rv
 
 __all__ = ["CollapsedGibbs", "PGSM", "SAMS", "SplitMerge", "EscobarWest", "PriorSlice", "register"]
@@ -95,6 +96,20 @@ class CollapsedGibbs(_PartitionStep):
     def __init__(self, vars=None, model=None, sweeps=1, rng=None, blocked=None, **kwargs):
         self.sweeps = _checks.integer("sweeps", sweeps, low=1, owner="CollapsedGibbs")
         super().__init__(vars, model, rng)
+        self._compile_now(pm.modelcontext(model), kwargs.get("initial_point"))
+
+    def _compile_now(self, model, initial_point):
+        """Compile the sweep (or load it from numba's cache) here, in the process that builds the
+        step. With ``cores > 1`` PyMC's worker processes then inherit it (fork) or load it from the
+        cache (spawn, forkserver) instead of each compiling it from scratch on a cold cache (tens
+        of CPU seconds each). Errors are left to the first draw, which reports them as before."""
+        try:
+            point = initial_point if initial_point is not None else model.initial_point()
+            labels, prior_params, pack = self._inputs(point)
+            none = np.zeros((0, 0), np.int64)
+            gibbs_sweeps(labels, pack, self.terms.prior_code, prior_params, none, none.astype(np.float64))
+        except Exception:  # noqa: BLE001 - only a warm-up
+            pass
 
     def step(self, point):
         labels, prior_params, pack = self._inputs(point)
@@ -337,6 +352,54 @@ class SplitMerge(_PartitionStep):
 # ----------------------------------------------------------------------------- prior parameters
 
 
+def _escobar_west_setup(model, var):
+    """(rv, partition, transform, Gamma shape, Gamma scale) when :class:`EscobarWest` applies to
+    ``var``, else ``ValueError`` saying why not."""
+    rv, z = _prior_parameter_setup(model, var, "EscobarWest")
+    if z.owner.inputs[-4] is not rv or constant_value(z.owner.inputs[-3]) is None or float(
+        constant_value(z.owner.inputs[-3])
+    ) != 0.0 or int(constant_value(z.owner.inputs[-2])) != 0:
+        raise ValueError(f"EscobarWest: {rv.name!r} must be the alpha of a pmp.CRP prior")
+    if rv.ndim != 0:
+        raise ValueError(f"EscobarWest: {rv.name!r} must be a scalar")
+    transform = model.rvs_to_transforms.get(rv)
+    if transform is not None and type(transform).__name__ != "LogTransform":
+        raise ValueError(f"EscobarWest: {rv.name!r} must use the default log transform or none")
+    op_name = type(rv.owner.op).__name__.lower()
+    if "gamma" not in op_name or "inv" in op_name:
+        raise ValueError(f"EscobarWest: {rv.name!r} must have a pm.Gamma prior, got {type(rv.owner.op).__name__}")
+    shape_param, scale_param = rv.owner.inputs[-2:]
+    shape, scale = constant_value(shape_param), constant_value(scale_param)
+    if shape is None or scale is None:
+        raise ValueError(f"EscobarWest: the Gamma prior of {rv.name!r} must have fixed parameters")
+    if shape.ndim != 0 or scale.ndim != 0:
+        raise ValueError(f"EscobarWest: the Gamma prior of {rv.name!r} must have scalar parameters")
+    return rv, z, transform, shape, scale
+
+
+def _prior_slice_setup(model, var):
+    """(rv, partition) when :class:`PriorSlice` applies to ``var``, else ``ValueError``."""
+    rv, z = _prior_parameter_setup(model, var, "PriorSlice")
+    if rv.ndim != 0:
+        raise ValueError(f"PriorSlice: {rv.name!r} must be a scalar")
+    return rv, z
+
+
+def _automatic(setup, var) -> bool:
+    """Whether ``setup`` (:func:`_escobar_west_setup` or :func:`_prior_slice_setup`) accepts the
+    random variable ``var`` in its model; for the competence PyMC asks without a model."""
+    if getattr(var, "owner", None) is None:
+        return False
+    model = prior_parameter_model(var)
+    if model is None or not any(v is var for v in model.free_RVs):
+        return False
+    try:
+        setup(model, var)
+    except (ValueError, TypeError, KeyError):
+        return False
+    return True
+
+
 def _prior_parameter_setup(model, var, step_name):
     """(rv, partition) for a variable that enters the model only as alpha/discount of one prior.
 
@@ -367,7 +430,9 @@ class EscobarWest(ChainSetupMixin, BlockedStep):
     two-component mixture of Gammas. O(1) per draw whatever n: the recommended update for alpha
     (NUTS or Slice re-evaluate the O(n) collapsed likelihood many times per draw).
 
-    Requires ``alpha ~ pm.Gamma(a, b)`` with fixed a, b, used only as the alpha of a ``pmp.CRP``.
+    Requires a scalar ``alpha ~ pm.Gamma(a, b)`` with fixed a, b, used only as the alpha of a
+    ``pmp.CRP``. ``pm.sample`` assigns this step automatically to every such variable (unless
+    ``step=`` names a step for it).
 
     Examples
     --------
@@ -381,7 +446,7 @@ class EscobarWest(ChainSetupMixin, BlockedStep):
     """
 
     name = "escobar_west"
-    default_blocked = True
+    default_blocked = False  # several variables: one step each
     stats_dtypes_shapes = {"alpha": (np.float64, [])}
 
     def __init__(self, vars=None, model=None, rng=None, blocked=None, **kwargs):
@@ -389,21 +454,7 @@ class EscobarWest(ChainSetupMixin, BlockedStep):
         vars = list(vars) if isinstance(vars, (list, tuple)) else [vars]
         if len(vars) != 1:
             raise ValueError("EscobarWest updates one concentration variable")
-        rv, z = _prior_parameter_setup(model, vars[0], "EscobarWest")
-        if z.owner.inputs[-4] is not rv or constant_value(z.owner.inputs[-3]) is None or float(
-            constant_value(z.owner.inputs[-3])
-        ) != 0.0 or int(constant_value(z.owner.inputs[-2])) != 0:
-            raise ValueError(f"EscobarWest: {rv.name!r} must be the alpha of a pmp.CRP prior")
-        transform = model.rvs_to_transforms.get(rv)
-        if transform is not None and type(transform).__name__ != "LogTransform":
-            raise ValueError(f"EscobarWest: {rv.name!r} must use the default log transform or none")
-        op_name = type(rv.owner.op).__name__.lower()
-        if "gamma" not in op_name or "inv" in op_name:
-            raise ValueError(f"EscobarWest: {rv.name!r} must have a pm.Gamma prior, got {type(rv.owner.op).__name__}")
-        shape_param, scale_param = rv.owner.inputs[-2:]
-        shape, scale = constant_value(shape_param), constant_value(scale_param)
-        if shape is None or scale is None:
-            raise ValueError(f"EscobarWest: the Gamma prior of {rv.name!r} must have fixed parameters")
+        rv, z, transform, shape, scale = _escobar_west_setup(model, vars[0])
         self.a = float(shape)
         self.b = 1.0 / float(scale)
         value_var = model.rvs_to_values[rv]
@@ -430,7 +481,8 @@ class EscobarWest(ChainSetupMixin, BlockedStep):
 
     @staticmethod
     def competence(var, has_grad):
-        return Competence.INCOMPATIBLE
+        """IDEAL for a scalar Gamma-prior CRP concentration used nowhere else (see the class)."""
+        return Competence.IDEAL if _automatic(_escobar_west_setup, var) else Competence.INCOMPATIBLE
 
 
 class PriorSlice(ChainSetupMixin, BlockedStep):
@@ -441,7 +493,10 @@ class PriorSlice(ChainSetupMixin, BlockedStep):
     size only through the block sizes: each evaluation costs O(number of clusters), not O(n).
     Univariate slice sampling (Neal 2003, stepping out and shrinkage) on the variable's
     unconstrained value. Works for any prior on alpha (or discount), for CRP, Pitman-Yor and
-    finite Dirichlet priors.
+    finite Dirichlet priors. ``pm.sample`` assigns this step automatically to every scalar alpha or
+    discount that enters the model only through one Partition prior, except where
+    :class:`EscobarWest` applies (a Gamma-prior CRP concentration), unless ``step=`` names a step
+    for it.
 
     Parameters
     ----------
@@ -464,7 +519,7 @@ class PriorSlice(ChainSetupMixin, BlockedStep):
     """
 
     name = "prior_slice"
-    default_blocked = True
+    default_blocked = False  # several variables: one step each
     stats_dtypes_shapes = {"value": (np.float64, []), "n_evals": (np.int64, [])}
 
     def __init__(self, vars=None, model=None, width=1.0, max_steps=50, rng=None, blocked=None, **kwargs):
@@ -472,9 +527,7 @@ class PriorSlice(ChainSetupMixin, BlockedStep):
         vars = list(vars) if isinstance(vars, (list, tuple)) else [vars]
         if len(vars) != 1:
             raise ValueError("PriorSlice updates one variable")
-        rv, z = _prior_parameter_setup(model, vars[0], "PriorSlice")
-        if rv.ndim != 0:
-            raise ValueError(f"PriorSlice: {rv.name!r} must be a scalar")
+        rv, z = _prior_slice_setup(model, vars[0])
         value_var = model.rvs_to_values[rv]
         self.vars = [value_var]
         self.value_name = value_var.name
@@ -544,15 +597,23 @@ class PriorSlice(ChainSetupMixin, BlockedStep):
 
     @staticmethod
     def competence(var, has_grad):
-        return Competence.INCOMPATIBLE
+        """IDEAL for a scalar alpha or discount used only by one Partition prior, unless
+        :class:`EscobarWest` applies to it."""
+        if _automatic(_escobar_west_setup, var) or not _automatic(_prior_slice_setup, var):
+            return Competence.INCOMPATIBLE
+        return Competence.IDEAL
 
 
 def register():
-    """Let ``pm.sample`` assign :class:`CollapsedGibbs` to Partition variables automatically,
-    check Partition starting values before PyMC casts them (:func:`~.compat.guard_initvals`), and
-    make ``pm.sample_posterior_predictive`` draw collapsed likelihoods given the observed data
-    (:func:`~.compat.guard_forward_sampling`)."""
-    if CollapsedGibbs not in STEP_METHODS:
-        STEP_METHODS.append(CollapsedGibbs)
+    """Let ``pm.sample`` assign :class:`CollapsedGibbs` to Partition variables, :class:`EscobarWest`
+    and :class:`PriorSlice` to their prior parameters automatically, check Partition starting
+    values before PyMC casts them (:func:`~.compat.guard_initvals`), make
+    ``pm.sample_posterior_predictive`` draw collapsed likelihoods given the observed data
+    (:func:`~.compat.guard_forward_sampling`) and judge partitions on label-invariant quantities
+    in ``pm.sample``'s convergence checks (:func:`~.compat.guard_convergence_checks`)."""
+    for cls in (CollapsedGibbs, EscobarWest, PriorSlice):
+        if cls not in STEP_METHODS:
+            STEP_METHODS.append(cls)
     guard_initvals()
     guard_forward_sampling()
+    guard_convergence_checks()

@@ -74,7 +74,7 @@ import numba
 import numpy as np
 
 from .. import _checks
-from .._numeric import check_seed, draw_seed, keyed_uniform, stream_key
+from .._numeric import check_seed, draw_seed, keyed_uniform, runtime_int, stream_key
 from ..families.kernels import (FamilyPack, merge_work_size, pack_init, pack_log_marginal, pack_log_preds,
                                 pack_merge, pack_set_stats, pack_update)
 from ..partition import as_labels, canonicalize_into, integer_labels
@@ -487,7 +487,7 @@ def _arm_path(x, za, zb, i, j, perm, rank, alloc_key, forced, target, prior_code
             w = log_new_weight(prior_code, prior_params, nlive)
             if w > -np.inf:
                 one[0] = w
-                pack_log_preds(codes, dims, data_off, stat_off, hyper_off, hyper, stats, empty_rows, 1, data, h,
+                pack_log_preds(codes, dims, data_off, stat_off, hyper_off, hyper, stats, empty_rows, runtime_int(1), data, h,
                                scratch, one)
                 w = one[0]
             logw[nlive] = w
@@ -563,7 +563,7 @@ def _arm_path(x, za, zb, i, j, perm, rank, alloc_key, forced, target, prior_code
                 w = log_new_weight(prior_code, prior_params, nlive - 1)
                 if w > -np.inf:
                     one[0] = w
-                    pack_log_preds(codes, dims, data_off, stat_off, hyper_off, hyper, stats, empty_rows, 1, data, h,
+                    pack_log_preds(codes, dims, data_off, stat_off, hyper_off, hyper, stats, empty_rows, runtime_int(1), data, h,
                                    scratch, one)
                     w = one[0]
                 logw[m] = w

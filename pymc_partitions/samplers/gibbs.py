@@ -19,10 +19,10 @@ import numba
 import numpy as np
 
 from .. import _checks
-from .._numeric import check_uniforms, draw_log_weights
+from .._numeric import check_uniforms, draw_log_weights, runtime_int
 from ..families.kernels import (FamilyPack, check_pack, has_network, pack_init, pack_log_marginal, pack_log_preds,
                                 pack_update, refuse_network)
-from ..partition import as_labels, canonicalize_into, index_array
+from ..partition import as_labels, canonicalize_dense_into, index_array
 from ..priors import FINITE_DIRICHLET, PITMAN_YOR, UNIFORM_LABELS, log_eppf_sizes, log_join_weight, log_new_weight
 
 __all__ = ["gibbs_sweeps", "log_joint", "GibbsKernel", "check_model"]
@@ -66,7 +66,7 @@ def _build(labels, codes, dims, data_off, stat_off, hyper_off, hyper, data, widt
     """Slot table from labels: returns (slot of each item, sizes, stats, slot order, n_active)."""
     n = labels.shape[0]
     canon = np.empty(n, np.int64)
-    k = canonicalize_into(labels, canon)
+    k = canonicalize_dense_into(labels, n, canon)  # labels in [0, n): checked by the callers
     cap = min(n + 1, max(2 * k + 8, 16))
     sizes = np.zeros(cap, np.int64)
     stats = np.empty((cap, width))
@@ -86,11 +86,13 @@ def _grow(sizes, stats, active):
     cap = sizes.shape[0]
     new_cap = 2 * cap
     sizes2 = np.zeros(new_cap, np.int64)
-    sizes2[:cap] = sizes
     stats2 = np.empty((new_cap, stats.shape[1]))
-    stats2[:cap] = stats
     active2 = np.arange(new_cap)
-    active2[:cap] = active
+    for s in range(cap):  # loops, not slice assignments: those compile numba's shape-mismatch error
+        sizes2[s] = sizes[s]  # message (string formatting: seconds on a cold cache)
+        active2[s] = active[s]
+        for c in range(stats.shape[1]):
+            stats2[s, c] = stats[s, c]
     return sizes2, stats2, active2
 
 
@@ -127,7 +129,8 @@ def _log_conditional(i, stats, active, n_active, join_w, logw, prior_code, prior
     w = log_new_weight(prior_code, prior_params, n_active)
     if w > -np.inf:
         new_lp[0] = w
-        pack_log_preds(codes, dims, data_off, stat_off, hyper_off, hyper, empty, first_row, 1, data, i, scratch, new_lp)
+        pack_log_preds(codes, dims, data_off, stat_off, hyper_off, hyper, empty, first_row, runtime_int(1), data, i, scratch,
+                           new_lp)
         w = new_lp[0]
     logw[n_active] = w
 
@@ -140,7 +143,8 @@ def _assign(i, chosen, slot_of, sizes, stats, active, n_active, join_w, prior_co
     if chosen == n_active:
         s = active[n_active]
         n_active += 1
-        stats[s, :] = empty[0]
+        for c in range(stats.shape[1]):  # (a loop: see _grow)
+            stats[s, c] = empty[0, c]
     else:
         s = active[chosen]
     pack_update(codes, dims, data_off, stat_off, hyper_off, hyper, stats, s, data, i, 1.0, scratch)
@@ -185,14 +189,16 @@ def _visit(t0, slot_of, sizes, stats, active, join_w, logw, n_active, order, uni
         w = log_new_weight(prior_code, prior_params, n_active)
         if w > -np.inf:
             new_lp[0] = w
-            pack_log_preds(codes, dims, data_off, stat_off, hyper_off, hyper, empty, first_row, 1, data, i, scratch, new_lp)
+            pack_log_preds(codes, dims, data_off, stat_off, hyper_off, hyper, empty, first_row, runtime_int(1), data, i, scratch,
+                           new_lp)
             w = new_lp[0]
         logw[n_active] = w
         chosen = draw_log_weights(logw, n_active + 1, uniforms[t])
         if chosen == n_active:
             s = active[n_active]
             n_active += 1
-            stats[s, :] = empty[0]
+            for c in range(stats.shape[1]):  # (a loop: see _grow)
+                stats[s, c] = empty[0, c]
         else:
             s = active[chosen]
         pack_update(codes, dims, data_off, stat_off, hyper_off, hyper, stats, s, data, i, 1.0, scratch)
@@ -208,7 +214,7 @@ def _sweep(slot_of, sizes, stats, active, n_active, order, uniforms, prior_code,
     """One Gibbs sweep in visiting ``order``. ``active[:n_active]`` are the occupied slots and
     ``active[n_active:]`` the free ones; the table doubles when full. The prior's log join weight
     of each slot is cached and refreshed only when the slot's size changes."""
-    t = 0
+    t = runtime_int(0)  # not the literal 0: numba would compile _visit once more for it (3-5 s)
     first_row = np.zeros(1, np.int64)  # the one block of the ``empty`` table
     new_lp = np.empty(1)
     while True:
@@ -251,7 +257,7 @@ def _gibbs_sweeps(labels, orders, uniforms, prior_code, prior_params,
         labels, codes, dims, data_off, stat_off, hyper_off, hyper, data, width, scratch
     )
     empty = np.empty((1, width))
-    pack_init(codes, dims, stat_off, hyper_off, hyper, empty, 0)
+    pack_init(codes, dims, stat_off, hyper_off, hyper, empty, runtime_int(0))
     for sweep in range(orders.shape[0]):
         sizes, stats, active, n_active = _sweep(
             slot_of, sizes, stats, active, n_active, orders[sweep], uniforms[sweep], prior_code, prior_params,
@@ -259,7 +265,7 @@ def _gibbs_sweeps(labels, orders, uniforms, prior_code, prior_params,
         )
     lj = _log_joint(sizes, stats, active, n_active, prior_code, prior_params, codes, dims, stat_off, hyper_off, hyper)
     out = np.empty(slot_of.shape[0], np.int64)
-    canonicalize_into(slot_of, out)
+    canonicalize_dense_into(slot_of, sizes.shape[0], out)  # slots lie in [0, capacity)
     return out, lj
 
 

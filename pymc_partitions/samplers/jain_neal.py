@@ -28,7 +28,7 @@ import numba
 import numpy as np
 
 from .. import _checks
-from .._numeric import draw_seed, keyed_uniform, stream_key
+from .._numeric import draw_seed, keyed_uniform, runtime_int, stream_key
 from ..families.kernels import FamilyPack, pack_init, pack_log_marginal, pack_log_preds, pack_update
 from ..partition import as_labels, canonicalize_into
 from ..priors import log_join_set_weight, log_join_weight, log_new_weight
@@ -57,7 +57,7 @@ def _restricted(h, side, size, stats, rows, logw, prior_code, prior_params, code
     pack_update(codes, dims, data_off, stat_off, hyper_off, hyper, stats, s, data, h, -1.0, scratch)
     logw[0] = log_join_weight(prior_code, prior_params, size[0])
     logw[1] = log_join_weight(prior_code, prior_params, size[1])
-    pack_log_preds(codes, dims, data_off, stat_off, hyper_off, hyper, stats, rows, 2, data, h, scratch, logw)
+    pack_log_preds(codes, dims, data_off, stat_off, hyper_off, hyper, stats, rows, runtime_int(2), data, h, scratch, logw)
     return _log_normaliser(logw, 2)
 
 

@@ -21,7 +21,7 @@ import numba
 import numpy as np
 
 from .. import _checks
-from .._numeric import check_seed, draw_log_weights, draw_seed, keyed_bits, keyed_uniform, stream_key
+from .._numeric import check_seed, draw_log_weights, draw_seed, keyed_bits, keyed_uniform, runtime_int, stream_key
 from ..families.kernels import FamilyPack, pack_init, pack_log_marginal, pack_log_preds, pack_update
 from ..partition import as_labels, canonicalize_into, integer_labels
 from ..priors import log_join_weight, log_new_weight
@@ -78,7 +78,7 @@ def _sams_core(labels, pair, seed, prior_code, prior_params,
         q = rest[rank[t]]
         lw[0] = log_join_weight(prior_code, prior_params, size[0])
         lw[1] = log_join_weight(prior_code, prior_params, size[1])
-        pack_log_preds(codes, dims, data_off, stat_off, hyper_off, hyper, stats, rows, 2, data, q, scratch, lw)
+        pack_log_preds(codes, dims, data_off, stat_off, hyper_off, hyper, stats, rows, runtime_int(2), data, q, scratch, lw)
         top = max(lw[0], lw[1])
         if top == -np.inf:  # (-inf - -inf would make a NaN)
             lse = -np.inf

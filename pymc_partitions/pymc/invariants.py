@@ -1,0 +1,219 @@
+"""Label-invariant views of ``pm.sample`` results: what convergence is judged on.
+
+Cluster labels are arbitrary (label switching), so R-hat, ESS and trace plots of the label
+variable say nothing. What they can judge are label-invariant quantities of each draw: the number
+of clusters, the share of the items in the largest cluster, and the log joint density (the
+sampler statistic ``log_joint`` of :class:`~pymc_partitions.CollapsedGibbs`).
+
+* :func:`label_invariant` turns a result into one whose posterior holds those quantities first,
+  then every other variable but the labels: any ArviZ function works on it.
+* :func:`summary` and :func:`plot_trace` are ``az.summary`` / ``az.plot_trace`` on it.
+* :func:`for_convergence_checks` is what ``pm.sample``'s convergence checks see (installed by
+  :func:`~pymc_partitions.pymc.compat.guard_convergence_checks`): the labels replaced by their
+  label-invariant quantities, constant ones left out.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import xarray as xr
+
+from .compat import add_groups, group_names, is_datatree, is_inferencedata, new_result, posterior_dataset
+from .distributions import INVARIANTS, invariant_names, is_partition
+from .results import _labels, _names, _partition_names, _posterior, _variable_draws
+
+__all__ = ["label_invariant", "summary", "plot_trace", "for_convergence_checks", "LOG_JOINT"]
+
+#: Name of the sampler statistic holding the log joint density (CollapsedGibbs).
+LOG_JOINT = "log_joint"
+_CHUNK = 10_000_000  # label entries per block when counting cluster sizes
+
+
+def cluster_counts(labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(number of clusters, size of the largest cluster) of every label vector (last axis) of an
+    integer array with non-negative labels; plain numpy, in blocks of rows."""
+    labels = np.asarray(labels)
+    lead, n = labels.shape[:-1], labels.shape[-1]
+    rows = labels.reshape(-1, n)
+    k = np.empty(len(rows), np.int64)
+    top = np.empty(len(rows), np.int64)
+    step = max(1, _CHUNK // max(n, 1))
+    for start in range(0, len(rows), step):
+        block = rows[start:start + step]
+        width = int(block.max()) + 1 if block.size else 1
+        flat = (block + width * np.arange(len(block))[:, None]).ravel()
+        counts = np.bincount(flat, minlength=width * len(block)).reshape(len(block), width)
+        k[start:start + step] = np.count_nonzero(counts, axis=1)
+        top[start:start + step] = counts.max(axis=1)
+    return k.reshape(lead), top.reshape(lead)
+
+
+def _check_result(result, owner):
+    if not (is_datatree(result) or is_inferencedata(result)):
+        raise TypeError(f"{owner}: expected a pm.sample result (arviz.InferenceData or xarray.DataTree), got "
+                        f"{type(result).__name__}")
+
+
+def _log_joint(result, posterior) -> xr.DataArray | None:
+    """The ``log_joint`` sampler statistic as (chain, draw), if the result has exactly that."""
+    if "sample_stats" not in group_names(result):
+        return None
+    stats = posterior_dataset(result, "sample_stats")
+    if LOG_JOINT not in stats.data_vars:
+        return None
+    da = stats[LOG_JOINT]
+    if set(da.dims) != {"chain", "draw"} or da.sizes != {"chain": posterior.sizes["chain"],
+                                                          "draw": posterior.sizes["draw"]}:
+        return None
+    if not np.issubdtype(da.dtype, np.floating):
+        return None
+    return da.transpose("chain", "draw").assign_coords(chain=posterior["chain"], draw=posterior["draw"])
+
+
+def _invariants(posterior, name, owner) -> dict[str, xr.DataArray]:
+    """{"<name>_n_clusters": ..., "<name>_largest_share": ...} as (chain, draw) DataArrays, from the
+    Deterministics when the model added them, else from the labels."""
+    names = invariant_names(name)
+    if all(v in posterior.data_vars and set(posterior[v].dims) == {"chain", "draw"} for v in names):
+        return {v: posterior[v].transpose("chain", "draw") for v in names}
+    labels = _labels(_variable_draws(posterior, name, owner, "labels must be integers"), name, owner)
+    if labels.size and labels.min() < 0:
+        raise ValueError(f"{owner}: partition variable {name!r} holds negative labels")
+    k, top = cluster_counts(labels)
+    coords = {"chain": posterior["chain"], "draw": posterior["draw"]}
+    return {names[0]: xr.DataArray(k, dims=("chain", "draw"), coords=coords),
+            names[1]: xr.DataArray(top / labels.shape[-1], dims=("chain", "draw"), coords=coords)}
+
+
+def label_invariant(result, *, var_names=None, partitions=None, model=None):
+    """A result whose posterior holds label-invariant quantities first, then the other variables,
+    without the labels: what ``az.summary``, ``az.plot_trace``, ``az.ess``, ``az.rhat``,
+    ``az.plot_rank`` ... can judge convergence on.
+
+    For each partition variable ``z``: ``z_n_clusters`` (number of clusters) and
+    ``z_largest_share`` (share of the items in the largest cluster), the Deterministics that
+    ``pmp.Partition`` adds (computed from the labels when the model did not add them); with one
+    partition, ``log_joint`` (its log joint density, the sampler statistic of
+    :class:`~pymc_partitions.CollapsedGibbs`) when the result has it. Then every other posterior
+    variable (hyperparameters, your Deterministics).
+
+    Parameters
+    ----------
+    result : arviz.InferenceData or xarray.DataTree
+        A ``pm.sample`` result.
+    var_names : str or list of str, optional
+        Keep only these variables of the returned posterior (names as above).
+    partitions : str or list of str, optional
+        Which posterior variables are partitions. By default the ``pmp.Partition`` variables of
+        ``model`` (or of the model in context); with no model, the integer vector variables whose
+        draws are canonical label vectors (see :mod:`pymc_partitions.pymc.results`).
+    model : pymc.Model, optional
+
+    Returns
+    -------
+    Same type as ``result``: a new result with a ``posterior`` group only (the input is not
+    changed).
+
+    Examples
+    --------
+    >>> import numpy as np, pymc as pm, arviz as az, pymc_partitions as pmp
+    >>> y = np.r_[np.zeros(5), np.ones(5) * 6.0]
+    >>> with pm.Model():
+    ...     z = pmp.Partition("z", pmp.CRP(1.0), n=10)
+    ...     _ = pmp.NormalNormal("y", partition=z, sigma0=5.0, sigma=1.0, observed=y)
+    ...     idata = pm.sample(draws=100, tune=20, chains=2, progressbar=False, random_seed=1)
+    >>> list(pmp.posterior_dataset(pmp.label_invariant(idata)).data_vars)
+    ['z_n_clusters', 'z_largest_share', 'log_joint']
+    """
+    owner = "label_invariant"
+    _check_result(result, owner)
+    var_names = _names(var_names, "var_names", owner)
+    partitions = _names(partitions, "partitions", owner)
+    posterior = _posterior(result, owner)
+    names = list(posterior.data_vars)
+    candidates = {v: _variable_draws(posterior, v, owner) for v in names
+                  if posterior[v].dtype.kind in "iu" and posterior[v].ndim == 3
+                  and {"chain", "draw"} <= set(posterior[v].dims)}
+    parts, _ = _partition_names(candidates, names, partitions, model, owner)
+    data: dict[str, xr.DataArray] = {}
+    for p in parts:
+        data.update(_invariants(posterior, p, owner))
+    log_joint = _log_joint(result, posterior) if len(parts) == 1 else None
+    if log_joint is not None and LOG_JOINT not in names:
+        data[LOG_JOINT] = log_joint
+    derived = {v for p in parts for v in invariant_names(p)}
+    for v in names:
+        if v not in parts and v not in derived:
+            data[v] = posterior[v]
+    if var_names is not None:
+        unknown = [v for v in var_names if v not in data]
+        if unknown:
+            raise ValueError(f"{owner}: var_names {unknown} are not among the label-invariant variables {list(data)}")
+        data = {v: data[v] for v in var_names}
+    if not data:
+        raise ValueError(f"{owner}: nothing is left: the posterior holds only the labels {parts} and the result has "
+                         "no log_joint sampler statistic")
+    ds = xr.Dataset(data, attrs={**posterior.attrs, "label_invariant_of": list(parts) or "none"})
+    return new_result({"posterior": ds})
+
+
+def summary(result, *, var_names=None, partitions=None, model=None, **kwargs):
+    """``az.summary`` of :func:`label_invariant`: one row per label-invariant quantity and per
+    other variable, none per item; ``kwargs`` go to ``az.summary`` (e.g. ``kind="diagnostics"``,
+    ``round_to=``). Works on ArviZ 0.x and 1.x (whose columns and default intervals differ).
+
+    Examples
+    --------
+    >>> import numpy as np, pymc as pm, pymc_partitions as pmp
+    >>> y = np.r_[np.zeros(5), np.ones(5) * 6.0]
+    >>> with pm.Model():
+    ...     z = pmp.Partition("z", pmp.CRP(1.0), n=10)
+    ...     _ = pmp.NormalNormal("y", partition=z, sigma0=5.0, sigma=1.0, observed=y)
+    ...     idata = pm.sample(draws=100, tune=20, chains=2, progressbar=False, random_seed=1)
+    >>> list(pmp.summary(idata).index)
+    ['z_n_clusters', 'z_largest_share', 'log_joint']
+    """
+    import arviz as az  # noqa: PLC0415
+
+    return az.summary(label_invariant(result, var_names=var_names, partitions=partitions, model=model), **kwargs)
+
+
+def plot_trace(result, *, var_names=None, partitions=None, model=None, **kwargs):
+    """``az.plot_trace`` of :func:`label_invariant`: traces of the label-invariant quantities and
+    the other variables, not one per item; ``kwargs`` go to ``az.plot_trace``. Returns what it
+    returns (matplotlib axes on ArviZ 0.x, a ``PlotCollection`` on ArviZ 1.x)."""
+    import arviz as az  # noqa: PLC0415
+
+    return az.plot_trace(label_invariant(result, var_names=var_names, partitions=partitions, model=model), **kwargs)
+
+
+def for_convergence_checks(idata, model):
+    """``idata`` with each partition's labels replaced, in the posterior, by its label-invariant
+    quantities (dimension ``<name>_invariant``), for PyMC's convergence checks; quantities that are
+    constant over every draw of every chain are left out (nothing to judge, and R-hat of a
+    constant is NaN), and so is the variable when none is left. ``idata`` itself when the model
+    has no partition in the posterior; ``None`` when nothing would be left to check."""
+    if model is None or not (is_datatree(idata) or is_inferencedata(idata)) or "posterior" not in group_names(idata):
+        return idata
+    posterior = posterior_dataset(idata)
+    parts = [rv.name for rv in model.free_RVs if is_partition(rv) and rv.name in posterior.data_vars]
+    if not parts:
+        return idata
+    new = posterior.copy()
+    log_joint = _log_joint(idata, posterior) if len(parts) == 1 else None
+    for p in parts:
+        quantities = {name[len(p) + 1:]: da for name, da in _invariants(posterior, p, "pm.sample").items()}
+        if log_joint is not None:
+            quantities[LOG_JOINT] = log_joint
+        keep = {q: da for q, da in quantities.items() if not bool((da == da.values.flat[0]).all())}
+        new = new.drop_vars(p)
+        if keep:
+            dim = f"{p}_invariant"
+            stacked = xr.concat([da.astype(np.float64) for da in keep.values()], dim=dim)
+            new[p] = stacked.assign_coords({dim: list(keep)}).transpose("chain", "draw", dim)
+    if not new.data_vars:
+        return None
+    return add_groups(idata, {"posterior": new}, overwrite=True)
+
+
+assert INVARIANTS == ("n_clusters", "largest_share")  # the names above
