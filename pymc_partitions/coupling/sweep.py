@@ -89,8 +89,6 @@ def _coupled_draw(method, eps, lw_x, nx, size_x, act_x, lw_y, ny, size_y, act_y,
 def _add_network_terms(E, net_ho, hyper, sizes, active, n_active, out, inn, logw, new_lp):
     """The block-pair terms added to a conditional of :func:`.gibbs._log_conditional` (whose
     new-block entry ``logw[n_active]`` already holds the prior weight and other families)."""
-    if net_ho.shape[0] == 0:
-        return
     new_lp[0] = logw[n_active]
     net_log_weights(E, net_ho, hyper, sizes, active, n_active, out, inn, logw, new_lp)
     logw[n_active] = new_lp[0]
@@ -106,6 +104,7 @@ def _coupled_visit(t0, method, eps, order, uniforms,
     """Coupled updates at visits t0, t0+1, ...; stops before changing anything when a chain might
     need a new block and its slot table is full. Returns (next visit, nx, ny)."""
     n = slot_x.shape[0]
+    net = net_ho.shape[0] > 0  # (the calls below cost ~0.1 µs each even when they do nothing)
     cnt_x = np.zeros(net_ho.shape[0], np.int64)
     cnt_y = np.zeros(net_ho.shape[0], np.int64)
     for t in range(t0, order.shape[0]):
@@ -115,8 +114,9 @@ def _coupled_visit(t0, method, eps, order, uniforms,
         if (nx == size_x.shape[0] and size_x[sx] > 1) or (ny == size_y.shape[0] and size_y[sy] > 1):
             return t, nx, ny
         inter[sx, sy] -= 1
-        net_take_out(E_x, net_ho, hyper, n, slot_x, i, out_x, inn_x, touched_x, cnt_x)
-        net_take_out(E_y, net_ho, hyper, n, slot_y, i, out_y, inn_y, touched_y, cnt_y)
+        if net:
+            net_take_out(E_x, net_ho, hyper, n, slot_x, i, out_x, inn_x, touched_x, cnt_x)
+            net_take_out(E_y, net_ho, hyper, n, slot_y, i, out_y, inn_y, touched_y, cnt_y)
         nx = _remove(i, slot_x, size_x, stat_x, act_x, nx, jw_x, prior_code, prior_params,
                      codes, dims, data_off, stat_off, hyper_off, hyper, data, scratch)
         ny = _remove(i, slot_y, size_y, stat_y, act_y, ny, jw_y, prior_code, prior_params,
@@ -125,8 +125,9 @@ def _coupled_visit(t0, method, eps, order, uniforms,
                          codes, dims, data_off, stat_off, hyper_off, hyper, data, empty, scratch, first_row, new_lp)
         _log_conditional(i, stat_y, act_y, ny, jw_y, lw_y, prior_code, prior_params,
                          codes, dims, data_off, stat_off, hyper_off, hyper, data, empty, scratch, first_row, new_lp)
-        _add_network_terms(E_x, net_ho, hyper, size_x, act_x, nx, out_x, inn_x, lw_x, new_lp)
-        _add_network_terms(E_y, net_ho, hyper, size_y, act_y, ny, out_y, inn_y, lw_y, new_lp)
+        if net:
+            _add_network_terms(E_x, net_ho, hyper, size_x, act_x, nx, out_x, inn_x, lw_x, new_lp)
+            _add_network_terms(E_y, net_ho, hyper, size_y, act_y, ny, out_y, inn_y, lw_y, new_lp)
         cx, cy = _coupled_draw(method, eps, lw_x, nx, size_x, act_x, lw_y, ny, size_y, act_y, inter, uniforms[t],
                                p, q, ix, iy, pc, qc, cost, rows, cols, mass, iwork, fwork)
         nx = _assign(i, cx, slot_x, size_x, stat_x, act_x, nx, jw_x, prior_code, prior_params,
@@ -134,8 +135,9 @@ def _coupled_visit(t0, method, eps, order, uniforms,
         ny = _assign(i, cy, slot_y, size_y, stat_y, act_y, ny, jw_y, prior_code, prior_params,
                      codes, dims, data_off, stat_off, hyper_off, hyper, data, empty, scratch)
         inter[slot_x[i], slot_y[i]] += 1
-        net_put_in(E_x, net_ho, hyper, n, slot_x, i, out_x, inn_x, touched_x, cnt_x)
-        net_put_in(E_y, net_ho, hyper, n, slot_y, i, out_y, inn_y, touched_y, cnt_y)
+        if net:
+            net_put_in(E_x, net_ho, hyper, n, slot_x, i, out_x, inn_x, touched_x, cnt_x)
+            net_put_in(E_y, net_ho, hyper, n, slot_y, i, out_y, inn_y, touched_y, cnt_y)
     return order.shape[0], nx, ny
 
 
