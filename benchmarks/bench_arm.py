@@ -2,8 +2,9 @@
 """ARM against Gibbs, Jain-Neal split-merge, SAMS and PGSM (seed 004 Table 2, reduced), and the
 cost of one ARM move in Gibbs sweeps.
 
-    PYTHONPATH=. python benchmarks/bench_arm.py            # full run (about 8 CPU minutes; 16 min wall when loaded)
-    PYTHONPATH=. python benchmarks/bench_arm.py --quick    # one data set per d, 1000 iterations (~30 s CPU)
+    PYTHONPATH=. python benchmarks/bench_arm.py            # full run (about 12 CPU minutes, 4 of them networks)
+    PYTHONPATH=. python benchmarks/bench_arm.py --quick    # one data set per d, 1000 iterations (~70 s CPU)
+    PYTHONPATH=. python benchmarks/bench_arm.py --only networks   # section 3 alone (~4 CPU minutes)
 
 Prints markdown tables; never fails (benchmarks measure, tests assert). Everything runs in one
 process after numba warm-up calls, kernels called directly (``pymc_partitions.samplers``), CPU
@@ -43,9 +44,20 @@ charged). Prior CRP(1) and Beta(1, 1) throughout (seed 004: alpha = beta0+ = bet
    run): median (and mean) CPU per call over the moves of an
    alternating ARM population of 8 chains (a) right after the 50-sweep initialisation and (b)
    after a burn-in of ARM + Gibbs iterations, and the other kernels' moves at (b).
-3. **Networks** (seed 004 Sec. 3.2-3.6: karate, planted partitions, Tables 3-5, Fig. 6a): pending,
-   until the Beta-Bernoulli network family (``pmp.BetaBernoulliNetwork``) lands; the section
-   reports whether it is importable. The drivers above take any ``FamilyPack``.
+3. **Networks** (seed 004 Sec. 3.2-3.6, Tables 3-5, Fig. 6a), the collapsed Bernoulli
+   blockmodel of ``pmp.BetaBernoulliNetwork`` (a = b = 1, CRP(1), undirected): Zachary's karate
+   club (n = 34, ``pmp.datasets.load_karate``) and planted partitions (n = 200 with 4 blocks,
+   n = 1000 with 5; within-block edge probability 6x the between-block one, mean degree ~10).
+   The same drivers: S = 8 chains from one block after 50 Gibbs sweeps, then Gibbs, Gibbs + SM
+   (Jain-Neal, 5 intermediate scans) and Gibbs + ARM (alternating, ``moves=2``, one move per
+   iteration on average), **each given the same CPU budget** (iterations run until the
+   population's CPU passes it). Reported: iterations and normalised iterations, acceptance of the
+   moves (ARM vs SM: Table 5), the Gelman-Rubin R-hat of the log joint across the 8 chains on the
+   second half of the run (Tables 3-4; the paper computes it across 4 restarts, here across the
+   chains of one population, weakly dependent for ARM), and the log joint reached. Then ARM's
+   acceptance against the number of chains S = 3..8 (Fig. 6a; the exact alternating scheme needs
+   two passive chains, so S >= 3), and the CPU of one network Gibbs node move (a sweep / n) at
+   n = 1000 and 10^4 with K = 5 and 20 planted blocks, started at the planted partition.
 """
 
 from __future__ import annotations
@@ -92,9 +104,9 @@ PAPER_NAME = {"Gibbs": "Gibbs", "SM": "SM", "ARM x2": "ARM"}  # the paper's rows
 
 SETTINGS = {
     "full": dict(d=(6, 8, 10), datasets=8, T=2000, speed_n=(10, 100, 1000), speed_d=(6, 10), speed_burn=200,
-                 speed_rounds=60),
+                 speed_rounds=60, net_budget=(4.0, 15.0, 40.0), net_s_iters=300, net_cost=((1000, 20), (10_000, 5))),
     "quick": dict(d=(6, 8, 10), datasets=1, T=1000, speed_n=(10, 100, 1000), speed_d=(6,), speed_burn=60,
-                  speed_rounds=20),
+                  speed_rounds=20, net_budget=(1.0, 3.0, 8.0), net_s_iters=100, net_cost=((1000, 5), (10_000, 2))),
 }
 
 
@@ -118,9 +130,47 @@ def bernoulli_problem(n, d, seed):
     return Problem(pack, z, f"Bernoulli mixture, n = {n}, d = {d}")
 
 
-def network_problems():
-    """Seed 004's network data for pmp.BetaBernoulliNetwork (pending: not written yet)."""
-    return []
+def network_pack(edges, n):
+    from pymc_partitions.families.network import as_edges, network_hyper  # noqa: PLC0415
+
+    edges = as_edges(edges, n)
+    return FamilyPack.build([(kernels.NETWORK, np.zeros((n, 1)), network_hyper(1.0, 1.0, edges, n, False))]), edges
+
+
+def planted_edges(n, k, degree, ratio, seed):
+    """Undirected planted partition: k blocks of n/k nodes, edge probability ``ratio`` times higher
+    inside blocks, mean degree ``degree``; edges drawn per block pair (binomial count, uniform
+    pairs, repeats dropped: O(edges) memory at any n)."""
+    rng = np.random.default_rng(seed)
+    b = n // k
+    z = np.repeat(np.arange(k), b)
+    p_out = degree / ((b - 1) * ratio + (n - b))
+    p_in = ratio * p_out
+    rows = []
+    for u in range(k):
+        for v in range(u, k):
+            pairs = b * (b - 1) // 2 if u == v else b * b
+            m = rng.binomial(pairs, p_in if u == v else p_out)
+            i = u * b + rng.integers(0, b, 2 * m)
+            j = v * b + rng.integers(0, b, 2 * m)
+            e = np.stack([np.minimum(i, j), np.maximum(i, j)], axis=1)
+            e = np.unique(e[e[:, 0] != e[:, 1]], axis=0)
+            rows.append(e[rng.permutation(len(e))[:m]])
+    return np.concatenate(rows), z
+
+
+def network_problems(quick=False):
+    """Karate club and planted partitions (n = 200, 4 blocks; n = 1000, 5 blocks; mean degree ~10)."""
+    out = []
+    n = 34
+    pack, edges = network_pack(pmp.datasets.load_karate(), n)
+    out.append(Problem(pack, pmp.datasets.load_karate_factions(), f"karate club, n = {n}, {len(edges)} edges"))
+    for n, k in ((200, 4), (1000, 5)):
+        e, z = planted_edges(n, k, 10.0, 6.0, n)
+        pack, edges = network_pack(e, n)
+        out.append(Problem(pack, z, f"planted partition, n = {n}, {k} blocks, {len(edges)} edges "
+                                    f"(mean degree {2 * len(edges) / n:.1f})"))
+    return out
 
 
 # ----------------------------------------------------------------------------- drivers
@@ -130,11 +180,11 @@ def kernel_args(problem):
     return problem.pack, PRIOR.code, PRIOR.kernel_params()
 
 
-def initial_states(problem, seed):
+def initial_states(problem, seed, chains=S):
     """S chains from one block after INIT_SWEEPS Gibbs sweeps each (shared by every method)."""
     gibbs = GibbsKernel(*kernel_args(problem))
     states = []
-    for c in range(S):
+    for c in range(chains):
         rng = np.random.default_rng([seed, c])
         labels = np.zeros(problem.n, np.int64)
         for _ in range(INIT_SWEEPS):
@@ -170,6 +220,7 @@ class Population:
         self.arm_moves = {"ARM": 1, "ARM x2": 2}.get(method, 0)
         self.move_cpu = np.zeros(len(states))
         self.sweep_cpu = np.zeros(len(states))
+        self.lj = np.full(len(states), np.nan)  # log joint after the last sweep
         self.tried = self.changed = self.skipped = 0
         self.t = 0
 
@@ -204,7 +255,7 @@ class Population:
                 self.changed += changed(info)
         for c, rng in enumerate(self.rngs):
             c0 = time.process_time()
-            self.states[c] = self.gibbs.step(self.states[c], rng)[0]
+            self.states[c], self.lj[c] = self.gibbs.step(self.states[c], rng)
             dt = time.process_time() - c0
             self.sweep_cpu[c] += dt
             if sweep_times is not None:
@@ -365,17 +416,97 @@ def speed(cfg):
 # ----------------------------------------------------------------------------- 3. networks
 
 
+def rhat(traces):
+    """Gelman-Rubin potential scale reduction of (chains, draws) traces (not split)."""
+    x = np.asarray(traces, float)
+    m = x.shape[1]
+    w = x.var(axis=1, ddof=1).mean()
+    b = m * x.mean(axis=1).var(ddof=1)
+    return float(np.sqrt(((m - 1) / m * w + b / m) / w)) if w > 0 else np.inf
+
+
+# seed 004 Table 5 (acceptance x 100, SM vs ARM) and Table 4 (R-hat of the log joint, 1000
+# iterations, S = 8, 4 restarts: Gibbs, SM, ARM) on its downsampled real networks
+PAPER_NET = "NIPS 1: SM 0.48, ARM 19.41 (R-hat 24.88 / 2.43 / 1.09); Hagmann 0.25: 0.14, 13.56 (2.86 / 1.99 / 1.08); " \
+            "USAir 0.8: 0.04, 4.10 (2.32 / 1.94 / 1.01); Caltech 0.7: 0.09, 6.82 (20.58 / 3.41 / 1.11)"
+NET_METHODS = {"Gibbs": "Gibbs", "Gibbs+SM": "SM", "Gibbs+ARM": "ARM x2"}
+
+
+def run_budget(method, problem, states, budget, seed):
+    """Iterations until the population's CPU passes ``budget`` seconds; the log joint traces."""
+    pop = Population(method, problem, states, seed)
+    lj = []
+    while (pop.move_cpu.sum() + pop.sweep_cpu.sum()) < budget:
+        pop.iterate()
+        lj.append(pop.lj.copy())
+    return pop, np.array(lj).T
+
+
+def node_move_cost(n, k, sweeps):
+    """CPU µs per node move of a network Gibbs sweep on a planted partition (started at the truth)."""
+    e, z = planted_edges(n, k, 10.0, 6.0, 3 * n + k)
+    pack, edges = network_pack(e, n)
+    gibbs = GibbsKernel(pack, PRIOR.code, PRIOR.kernel_params())
+    rng = np.random.default_rng(k)
+    labels = gibbs.step(z, rng)[0]
+    times, ks = [], []
+    for _ in range(sweeps):
+        c0 = time.process_time()
+        labels = gibbs.step(labels, rng)[0]
+        times.append(time.process_time() - c0)
+        ks.append(labels.max() + 1)
+    return np.median(times) / n * 1e6, np.mean(ks), 2 * len(edges) / n
+
+
 def networks(cfg):
     print("\n## 3. Networks (seed 004 Sec. 3.2-3.6: karate, planted partitions, Tables 3-5, Fig. 6a)\n")
-    family = getattr(pmp, "BetaBernoulliNetwork", None)
+    c_start = time.process_time()
     problems = network_problems()
-    if family is None or not problems:
-        print("Pending: " + ("pmp.BetaBernoulliNetwork is not in this build" if family is None else
-                             "pmp.BetaBernoulliNetwork is importable, its benchmark problems are not written yet")
-              + "; nothing measured.")
-        return
-    for problem in problems:  # pragma: no cover - once the family lands
-        print(f"### {problem.title}\n")
+    # warm-up (compile) on karate, not timed
+    pop_w = {m: Population(m, problems[0], [np.zeros(34, np.int64)] * S, 0) for m in NET_METHODS.values()}
+    for pop in pop_w.values():
+        for _ in range(3):
+            pop.iterate()
+    budgets = cfg["net_budget"]
+    print(f"Same CPU budget per method and problem ({', '.join(f'{b:g} s' for b in budgets)}), S = {S} chains "
+          "from one block after 50 Gibbs sweeps; R-hat of the log joint on the second half of each run. "
+          f"Seed 004 (acceptance x 100 SM / ARM, Table 5, and R-hat Gibbs / SM / ARM, Table 4): {PAPER_NET}.\n")
+    print("| problem | method | CPU s | iterations | normalised its | moves accepted | R-hat log joint "
+          "| mean log joint (2nd half) | K at end |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for problem, budget in zip(problems, budgets):
+        states = initial_states(problem, problem.n)
+        for name, method in NET_METHODS.items():
+            pop, lj = run_budget(method, problem, states, budget, 3)
+            half = lj[:, lj.shape[1] // 2:]
+            total, sweeps = pop.move_cpu.sum() + pop.sweep_cpu.sum(), pop.sweep_cpu.sum()
+            acc = "" if method == "Gibbs" else f"{pop.changed / max(1, pop.tried):.2%} of {pop.tried}"
+            print(f"| {problem.title} | {name} | {total:.1f} | {pop.t} | {pop.t * total / sweeps:.0f} | {acc} "
+                  f"| {rhat(half):.3f} | {half.mean():.1f} | {np.mean([s.max() + 1 for s in pop.states]):.1f} |")
+    print("\nARM acceptance against the number of chains (Fig. 6a; alternating scheme, moves=2, "
+          f"{cfg['net_s_iters']} iterations after the 50-sweep initialisation):\n")
+    print("| problem | S | ARM moves | accepted | R-hat log joint (2nd half) |")
+    print("|---|---|---|---|---|")
+    for problem in problems[:2]:
+        for chains in (3, 4, 6, 8):
+            states = initial_states(problem, problem.n + chains, chains)
+            pop = Population("ARM x2", problem, states, 5)
+            lj = []
+            for _ in range(cfg["net_s_iters"]):
+                pop.iterate()
+                lj.append(pop.lj.copy())
+            half = np.array(lj).T[:, len(lj) // 2:]
+            print(f"| {problem.title.split(',')[0]}, n = {problem.n} | {chains} | {pop.tried} "
+                  f"| {pop.changed / max(1, pop.tried):.2%} | {rhat(half):.3f} |")
+    print("\nCost of one network Gibbs node move (CPU per sweep / n, median over sweeps; mean degree ~10; "
+          "O(degree + K^2) per move):\n")
+    print("| n | planted K | K during the sweeps | mean degree | µs per node move |")
+    print("|---|---|---|---|---|")
+    for n, sweeps in cfg["net_cost"]:
+        for k in (5, 20):
+            us, kk, deg = node_move_cost(n, k, sweeps)
+            print(f"| {n} | {k} | {kk:.1f} | {deg:.1f} | {us:.2f} |")
+    print(f"\nSection 3: {time.process_time() - c_start:.0f} s CPU.")
 
 
 # ----------------------------------------------------------------------------- main

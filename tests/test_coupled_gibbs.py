@@ -151,3 +151,94 @@ def test_bad_settings_are_clear_errors():
         GibbsSweeps(fam, 0, [1.0, 0.0, 0.0], eps=2.0)
     with pytest.raises(ValueError, match="labels must have length 5, got 4"):
         GibbsSweeps(fam, 0, [1.0, 0.0, 0.0]).start(np.zeros(4))
+
+
+# -- network likelihoods (BetaBernoulliNetwork, kernels.NETWORK): block-pair terms in both chains
+
+
+@pytest.mark.parametrize("coupling", ["ot", "maximal", "crn"])
+@pytest.mark.parametrize("prior_name,family,n", [("crp", "net", 6), ("pitman_yor", "netdir", 6),
+                                                 ("finite_dirichlet", "netmix", 7)])
+def test_coupled_network_chains_keep_the_exact_posterior(coupling, prior_name, family, n):
+    """Each chain of a coupled network run, on its own, has the exact posterior (enumeration of
+    all partitions of n nodes; the log joint is the single-chain kernel's, itself checked against
+    scipy in test_network_enumeration.py), with a power check against the blockmodel without its
+    within-block pairs."""
+    from test_network_enumeration import wrong_log_joint  # noqa: PLC0415
+
+    prior = PRIORS[prior_name]
+    fam = pack(family, n)
+    parts, post = exact_posterior(n, lambda p: log_joint(p, fam, prior.code, prior.kernel_params()))
+    _, wrong = exact_posterior(n, wrong_log_joint(prior, family, n))
+    kernel = GibbsSweeps(fam, prior.code, prior.kernel_params(), coupling=coupling, eps=0.01)
+    assert kernel.network
+    rng = np.random.default_rng(5)
+    x, y = kernel.start(np.zeros(n)), kernel.start(np.arange(n))
+    inter = kernel.intersections(x, y)
+    steps = 8000
+    xs = np.empty((steps, n), np.int64)
+    ys = np.empty((steps, n), np.int64)
+    for t in range(steps):
+        inter = kernel.coupled_sweep(x, y, inter, kernel.random_numbers(rng))
+        xs[t], ys[t] = x.labels(), y.labels()
+    for samples in (xs, ys):
+        s = samples[200:]
+        freq = frequencies(parts, s)
+        check_against(parts, post, s, [s.max(axis=1), s[:, 0] == s[:, 1]])
+        # power: the wrong likelihood's posterior is far outside the tolerance
+        assert total_variation(freq, wrong) > 3 * total_variation(freq, post)
+
+
+@pytest.mark.parametrize("family", ["net", "netdir", "netmix"])
+def test_network_single_and_coupled_sweeps_equal_the_network_gibbs_kernel(family):
+    """Same random numbers, same chain: the one-call network kernel (gibbs_sweeps), the
+    persistent-state sweep and a CRN-coupled sweep of two copies of a state; the edge-count
+    matrices stay equal to a rebuild from the labels, also when the slot tables grow."""
+    from pymc_partitions.samplers.network import net_build  # noqa: PLC0415
+
+    n = 30
+    prior = PRIORS["crp"]
+    fam = pack(family, n)
+    kernel = GibbsSweeps(fam, prior.code, [3.0, 0.0, 0.0], coupling="crn")
+    rng = np.random.default_rng(0)
+    labels = rng.integers(0, 3, n)
+    for _ in range(20):
+        x, y, z = kernel.start(labels), kernel.start(labels), kernel.start(labels)
+        order, uniforms = kernel.random_numbers(rng)
+        labels, _ = gibbs_sweeps(labels, fam, prior.code, [3.0, 0.0, 0.0], order[None], uniforms[None, :, 1])
+        kernel.sweep(x, (order, uniforms))
+        kernel.coupled_sweep(y, z, kernel.intersections(y, z), (order, uniforms))
+        for state in (x, y, z):
+            assert np.array_equal(state.labels(), labels)
+            fresh = net_build(state.slot_of, state.sizes.shape[0], kernel._net_ho, fam.hyper, n)
+            assert np.array_equal(state.E, fresh)
+    # growth: start from one block with a large alpha, chains open many blocks in one sweep
+    x, y = kernel.start(np.zeros(n)), kernel.start(np.arange(n))
+    inter = kernel.intersections(x, y)
+    for _ in range(5):
+        inter = kernel.coupled_sweep(x, y, inter, kernel.random_numbers(rng))
+        for state in (x, y):
+            fresh = net_build(state.slot_of, state.sizes.shape[0], kernel._net_ho, fam.hyper, n)
+            assert np.array_equal(state.E, fresh)
+        assert np.array_equal(inter, kernel.intersections(x, y))
+
+
+@pytest.mark.parametrize("coupling", ["ot", "maximal", "crn"])
+def test_coupled_network_chains_meet(coupling):
+    n = 40
+    prior = PRIORS["crp"]
+    fam = pack("net", n)
+    kernel = GibbsSweeps(fam, prior.code, prior.kernel_params(), coupling=coupling)
+    rng = np.random.default_rng(4)
+    x, y = kernel.start(np.zeros(n)), kernel.start(np.arange(n))
+    inter = kernel.intersections(x, y)
+    for t in range(500):
+        inter = kernel.coupled_sweep(x, y, inter, kernel.random_numbers(rng))
+        if kernel.distance(x, y, inter) == 0:
+            break
+    assert kernel.distance(x, y, inter) == 0, f"{coupling}: no meeting in 500 sweeps"
+    if coupling == "crn":  # (CRN matches blocks by slot order: met chains need not stay together)
+        return
+    for _ in range(5):  # and they stay together
+        inter = kernel.coupled_sweep(x, y, inter, kernel.random_numbers(rng))
+        assert np.array_equal(x.labels(), y.labels())

@@ -328,10 +328,39 @@ def test_block_probabilities_and_replicated_graphs(directed):
     np.testing.assert_allclose(counts[mask] / reps, want[mask], atol=0.04)
 
 
-def test_sample_unbiased_refuses_the_network_clearly():
+@pytest.mark.parametrize("coupling", ["ot", "maximal", "crn"])
+def test_sample_unbiased_matches_enumeration(coupling):
+    """pmp.sample_unbiased (coupled Gibbs with the block-pair terms) on a network model of n = 7
+    nodes: the averages of the unbiased estimators of E[K] and of a co-clustering probability
+    match the enumerated posterior expectations (within 4 standard errors), and are far from
+    those of the blockmodel without its within-block pairs (power)."""
+    n = 7
+    prior = pmp.PitmanYor(0.8, 0.2)
+    edges = graph(n)
+    with pm.Model() as model:
+        z = pmp.Partition("z", prior, n=n)
+        pmp.BetaBernoulliNetwork("A", partition=z, a=0.6, b=1.4, observed=edges)
+    h = {"k": pmp.h.n_clusters, "together": pmp.h.CoClustering([[0, 2], [0, 1]])}
+    result = pmp.sample_unbiased(model, h=h, n_pairs=400, k=2, m=10, coupling=coupling, cores=1, random_seed=11,
+                                 progressbar=False, init="singletons")
+    assert result["meeting"]["met"].values.all()
+    summary = pmp.summarize_unbiased(result)
+    like = lambda p: network_log_likelihood(p, edges, 0.6, 1.4)  # noqa: E731
+    parts, exact = exact_posterior(n, lambda p: like(p) + prior.log_eppf(p))
+    _, wrong = exact_posterior(n, lambda p: like(p) - _within(p, edges, False) + prior.log_eppf(p))
+    values = {"k": parts.max(axis=1) + 1.0, "together[0]": (parts[:, 0] == parts[:, 2]) * 1.0,
+              "together[1]": (parts[:, 0] == parts[:, 1]) * 1.0}
+    for name, v in values.items():
+        row = summary.loc[name]
+        assert abs(row["mean"] - exact @ v) < 4 * row["se"], (name, row["mean"], exact @ v, row["se"])
+    assert abs(summary.loc["k", "mean"] - wrong @ values["k"]) > 8 * summary.loc["k", "se"]
+
+
+def test_sample_unbiased_with_pgsm_refuses_the_network_clearly():
     n = 6
     with pm.Model() as model:
         z = pmp.Partition("z", pmp.CRP(1.0), n=n)
         pmp.BetaBernoulliNetwork("A", partition=z, observed=graph(n))
-    with pytest.raises(NotImplementedError, match="BetaBernoulliNetwork"):
-        pmp.sample_unbiased(model, h={"k": pmp.h.n_clusters}, n_pairs=2, random_seed=0)
+    with pytest.raises(NotImplementedError, match=r"sample_unbiased: PGSM moves \(pgsm=\) do not support the network"):
+        pmp.sample_unbiased(model, h={"k": pmp.h.n_clusters}, n_pairs=2, k=1, m=2, random_seed=0, pgsm=1,
+                            progressbar=False)

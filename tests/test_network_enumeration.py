@@ -89,8 +89,11 @@ def test_gibbs_matches_enumeration(prior_name, family, n):
     check_against(parts, exact, samples[500:], [lj[500:], k[500:]], wrong=wrong)
 
 
-@pytest.mark.parametrize("owner", ["PGSMKernel", "SAMSKernel", "CoupledGibbs"])
+@pytest.mark.parametrize("owner", ["PGSMKernel", "SAMSKernel", "CoupledGibbsPGSM"])
 def test_kernels_without_block_pair_terms_refuse_the_network(owner):
+    """(The coupled Gibbs sweeps support the network: tests/test_coupled_gibbs.py; their PGSM
+    moves do not.)"""
+    from pymc_partitions.coupling.split_merge import GibbsPGSM  # noqa: PLC0415
     from pymc_partitions.coupling.sweep import GibbsSweeps  # noqa: PLC0415
     from pymc_partitions.samplers.pgsm import PGSMKernel  # noqa: PLC0415
     from pymc_partitions.samplers.sams import SAMSKernel  # noqa: PLC0415
@@ -99,6 +102,6 @@ def test_kernels_without_block_pair_terms_refuse_the_network(owner):
     fam = pack("netmix", 6)
     make = {"PGSMKernel": lambda: PGSMKernel(fam, prior.code, prior.kernel_params()),
             "SAMSKernel": lambda: SAMSKernel(fam, prior.code, prior.kernel_params()),
-            "CoupledGibbs": lambda: GibbsSweeps(fam, prior.code, prior.kernel_params())}[owner]
+            "CoupledGibbsPGSM": lambda: GibbsPGSM(GibbsSweeps(fam, prior.code, prior.kernel_params()))}[owner]
     with pytest.raises(NotImplementedError, match="network likelihood.*NETWORK"):
         make()

@@ -20,13 +20,24 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _checks
+from ..families.kernels import has_network
 from ..samplers.pgsm import PGSMKernel, pgsm_random_numbers
 from .sweep import ChainState, GibbsSweeps
 
-__all__ = ["GibbsPGSM", "PGSM_DEFAULTS", "pgsm_settings"]
+__all__ = ["GibbsPGSM", "PGSM_DEFAULTS", "pgsm_settings", "refuse_pgsm_network"]
 
 PGSM_DEFAULTS = {"moves": 1, "num_particles": 20, "resample_threshold": 0.5, "num_anchors": 2, "annealed": True,
                  "anchor_proposal": "uniform"}
+
+
+def refuse_pgsm_network(pack, owner: str) -> None:
+    """Raise unless the pack is free of network likelihoods: the PGSM moves read per-block
+    statistics only (the coupled Gibbs sweeps alone do support networks)."""
+    if has_network(pack):
+        raise NotImplementedError(
+            f"{owner}: PGSM moves (pgsm=) do not support the network likelihood (BetaBernoulliNetwork, family "
+            "NETWORK), which is not separable over blocks; leave pgsm=None: the coupled Gibbs sweeps alone support "
+            "it")
 
 
 def pgsm_settings(pgsm, n: int | None = None) -> dict | None:
@@ -76,6 +87,7 @@ class GibbsPGSM:
                  annealed=True, anchor_proposal="uniform"):
         if not isinstance(gibbs, GibbsSweeps):
             raise TypeError(f"GibbsPGSM: gibbs must be a GibbsSweeps, got {type(gibbs).__name__}")
+        refuse_pgsm_network(gibbs.pack, "GibbsPGSM")
         s = pgsm_settings(dict(moves=moves, num_particles=num_particles, resample_threshold=resample_threshold,
                                num_anchors=num_anchors, annealed=annealed, anchor_proposal=anchor_proposal), gibbs.n)
         self.gibbs = gibbs

@@ -10,6 +10,13 @@ of chain y is the increase of the Mirkin distance, 2 (|A| + |B| - 2 |A ∩ B|) (
 factor 2 is dropped, it does not change the plan). The table of intersection sizes |A ∩ B| is kept
 up to date item by item, so the cost matrix costs O(K^2) per item and never O(n).
 
+Network likelihoods (``kernels.NETWORK``, :class:`pmp.BetaBernoulliNetwork`) are not separable
+over blocks: each chain then also keeps its matrix of edge counts between slots, and its log
+conditional gets the block-pair terms from the functions the single-chain network sweep uses
+(:func:`~pymc_partitions.samplers.network.net_take_out`, ``net_log_weights``, ``net_put_in``), so
+each chain is still exactly the single-chain kernel and the couplings act on the two conditionals
+as for any other family. For packs without a network family those calls do nothing.
+
 Random numbers: a visiting order and ``UNIFORMS_PER_VISIT`` uniforms per visit. Identical states
 with identical random numbers give identical outputs (the coupling contract of
 :mod:`pymc_partitions.coupling.kernels`).
@@ -22,9 +29,11 @@ import numpy as np
 
 from .. import _checks
 from .._numeric import check_uniforms, runtime_int
-from ..families.kernels import FamilyPack, pack_init
+from ..families.kernels import FamilyPack, has_network, pack_init
 from ..partition import as_labels, canonicalize_into, index_array
 from ..samplers.gibbs import _assign, _build, _grow, _join_weights, _log_conditional, _remove, _sweep, check_model
+from ..samplers.network import (net_build, net_grow, net_log_weights, net_put_in, net_sweep, net_take_out,
+                                net_workspace, network_offsets)
 from .draws import draw_crn, draw_independent, draw_maximal, draw_ot, probabilities
 from .transport import make_workspace
 
@@ -77,13 +86,27 @@ def _coupled_draw(method, eps, lw_x, nx, size_x, act_x, lw_y, ny, size_y, act_y,
 
 
 @numba.njit(cache=True, error_model="numpy")
+def _add_network_terms(E, net_ho, hyper, sizes, active, n_active, out, inn, logw, new_lp):
+    """The block-pair terms added to a conditional of :func:`.gibbs._log_conditional` (whose
+    new-block entry ``logw[n_active]`` already holds the prior weight and other families)."""
+    new_lp[0] = logw[n_active]
+    net_log_weights(E, net_ho, hyper, sizes, active, n_active, out, inn, logw, new_lp)
+    logw[n_active] = new_lp[0]
+
+
+@numba.njit(cache=True, error_model="numpy")
 def _coupled_visit(t0, method, eps, order, uniforms,
                    slot_x, size_x, stat_x, act_x, jw_x, lw_x, nx,
                    slot_y, size_y, stat_y, act_y, jw_y, lw_y, ny, inter,
                    prior_code, prior_params, codes, dims, data_off, stat_off, hyper_off, hyper, data,
-                   empty, scratch, first_row, new_lp, p, q, ix, iy, pc, qc, cost, rows, cols, mass, iwork, fwork):
+                   empty, scratch, first_row, new_lp, p, q, ix, iy, pc, qc, cost, rows, cols, mass, iwork, fwork,
+                   net_ho, E_x, out_x, inn_x, touched_x, E_y, out_y, inn_y, touched_y):
     """Coupled updates at visits t0, t0+1, ...; stops before changing anything when a chain might
     need a new block and its slot table is full. Returns (next visit, nx, ny)."""
+    n = slot_x.shape[0]
+    net = net_ho.shape[0] > 0  # (the calls below cost ~0.1 µs each even when they do nothing)
+    cnt_x = np.zeros(net_ho.shape[0], np.int64)
+    cnt_y = np.zeros(net_ho.shape[0], np.int64)
     for t in range(t0, order.shape[0]):
         i = order[t]
         sx = slot_x[i]
@@ -91,6 +114,9 @@ def _coupled_visit(t0, method, eps, order, uniforms,
         if (nx == size_x.shape[0] and size_x[sx] > 1) or (ny == size_y.shape[0] and size_y[sy] > 1):
             return t, nx, ny
         inter[sx, sy] -= 1
+        if net:
+            net_take_out(E_x, net_ho, hyper, n, slot_x, i, out_x, inn_x, touched_x, cnt_x)
+            net_take_out(E_y, net_ho, hyper, n, slot_y, i, out_y, inn_y, touched_y, cnt_y)
         nx = _remove(i, slot_x, size_x, stat_x, act_x, nx, jw_x, prior_code, prior_params,
                      codes, dims, data_off, stat_off, hyper_off, hyper, data, scratch)
         ny = _remove(i, slot_y, size_y, stat_y, act_y, ny, jw_y, prior_code, prior_params,
@@ -99,6 +125,9 @@ def _coupled_visit(t0, method, eps, order, uniforms,
                          codes, dims, data_off, stat_off, hyper_off, hyper, data, empty, scratch, first_row, new_lp)
         _log_conditional(i, stat_y, act_y, ny, jw_y, lw_y, prior_code, prior_params,
                          codes, dims, data_off, stat_off, hyper_off, hyper, data, empty, scratch, first_row, new_lp)
+        if net:
+            _add_network_terms(E_x, net_ho, hyper, size_x, act_x, nx, out_x, inn_x, lw_x, new_lp)
+            _add_network_terms(E_y, net_ho, hyper, size_y, act_y, ny, out_y, inn_y, lw_y, new_lp)
         cx, cy = _coupled_draw(method, eps, lw_x, nx, size_x, act_x, lw_y, ny, size_y, act_y, inter, uniforms[t],
                                p, q, ix, iy, pc, qc, cost, rows, cols, mass, iwork, fwork)
         nx = _assign(i, cx, slot_x, size_x, stat_x, act_x, nx, jw_x, prior_code, prior_params,
@@ -106,6 +135,9 @@ def _coupled_visit(t0, method, eps, order, uniforms,
         ny = _assign(i, cy, slot_y, size_y, stat_y, act_y, ny, jw_y, prior_code, prior_params,
                      codes, dims, data_off, stat_off, hyper_off, hyper, data, empty, scratch)
         inter[slot_x[i], slot_y[i]] += 1
+        if net:
+            net_put_in(E_x, net_ho, hyper, n, slot_x, i, out_x, inn_x, touched_x, cnt_x)
+            net_put_in(E_y, net_ho, hyper, n, slot_y, i, out_y, inn_y, touched_y, cnt_y)
     return order.shape[0], nx, ny
 
 
@@ -119,14 +151,24 @@ def _grow_table(inter, rows, cols):
 @numba.njit(cache=True, error_model="numpy")
 def _coupled_sweep(method, eps, order, uniforms, slot_x, size_x, stat_x, act_x, nx, slot_y, size_y, stat_y, act_y, ny,
                    inter, prior_code, prior_params, codes, dims, data_off, stat_off, hyper_off, hyper, data, empty,
-                   scratch):
-    """One coupled sweep; returns the (possibly grown) tables of both chains and their intersections."""
+                   scratch, net_ho, E_x, E_y):
+    """One coupled sweep; returns the (possibly grown) tables of both chains (with their edge
+    counts ``E_x``, ``E_y`` of the network families, (0, cap, cap) when there are none) and their
+    intersections."""
     first_row = np.zeros(1, np.int64)
     new_lp = np.empty(1)
+    n = slot_x.shape[0]
+    nf = net_ho.shape[0]
     t = runtime_int(0)  # not the literal 0 (one more compilation of _coupled_visit)
     while True:
         cx = size_x.shape[0]
         cy = size_y.shape[0]
+        if E_x.shape[1] != cx:
+            E_x = net_grow(E_x, cx)
+        if E_y.shape[1] != cy:
+            E_y = net_grow(E_y, cy)
+        out_x, inn_x, touched_x = net_workspace(nf, cx, n)
+        out_y, inn_y, touched_y = net_workspace(nf, cy, n)
         c = max(cx, cy) + 1
         jw_x = _join_weights(size_x, act_x, nx, prior_code, prior_params)
         jw_y = _join_weights(size_y, act_y, ny, prior_code, prior_params)
@@ -148,9 +190,9 @@ def _coupled_sweep(method, eps, order, uniforms, slot_x, size_x, stat_x, act_x, 
                                    slot_y, size_y, stat_y, act_y, jw_y, lw_y, ny, inter,
                                    prior_code, prior_params, codes, dims, data_off, stat_off, hyper_off, hyper, data,
                                    empty, scratch, first_row, new_lp, p, q, ix, iy, pc, qc, cost, rows, cols, mass,
-                                   iwork, fwork)
+                                   iwork, fwork, net_ho, E_x, out_x, inn_x, touched_x, E_y, out_y, inn_y, touched_y)
         if t == order.shape[0]:
-            return size_x, stat_x, act_x, nx, size_y, stat_y, act_y, ny, inter
+            return size_x, stat_x, act_x, nx, E_x, size_y, stat_y, act_y, ny, E_y, inter
         if nx == cx:
             size_x, stat_x, act_x = _grow(size_x, stat_x, act_x)
         if ny == cy:
@@ -182,12 +224,14 @@ def _mirkin(size_x, act_x, nx, size_y, act_y, ny, inter):
 
 class ChainState:
     """One chain of a coupled run: labels held as slots of a sufficient-statistics table, kept
-    between sweeps so a sweep never rebuilds it."""
+    between sweeps so a sweep never rebuilds it. ``E``: edge counts between slots of each network
+    family, shape (families, cap, cap) (no families: (0, cap, cap))."""
 
-    __slots__ = ("slot_of", "sizes", "stats", "active", "n_active")
+    __slots__ = ("slot_of", "sizes", "stats", "active", "n_active", "E")
 
-    def __init__(self, slot_of, sizes, stats, active, n_active):
+    def __init__(self, slot_of, sizes, stats, active, n_active, E):
         self.slot_of, self.sizes, self.stats, self.active, self.n_active = slot_of, sizes, stats, active, n_active
+        self.E = E
 
     def labels(self) -> np.ndarray:
         """Canonical labels (first-appearance order)."""
@@ -216,8 +260,10 @@ class GibbsSweeps:
         owner = "GibbsSweeps"
         self.coupling = _checks.choice("coupling", coupling, sorted(COUPLINGS), owner=owner)
         self.eps = _checks.probability("eps", eps, owner=owner)
-        self.prior_code, self.prior_params = check_model(pack, prior_code, prior_params, owner)
+        self.prior_code, self.prior_params = check_model(pack, prior_code, prior_params, owner, network=True)
         self.pack = pack
+        self.network = has_network(pack)
+        self._net_ho = network_offsets(pack)
         self.n = pack.data.shape[0]
         self._scratch = np.empty(max(1, pack.data.shape[1]))
         self._empty = np.empty((1, pack.width))
@@ -240,7 +286,8 @@ class GibbsSweeps:
         p = self.pack
         slot_of, sizes, stats, active, k = _build(labels, p.codes, p.dims, p.data_off, p.stat_off, p.hyper_off,
                                                   p.hyper, p.data, p.width, self._scratch)
-        return ChainState(slot_of, sizes, stats, active, k)
+        E = net_build(slot_of, sizes.shape[0], self._net_ho, p.hyper, self.n)
+        return ChainState(slot_of, sizes, stats, active, k, E)
 
     def _randomness(self, randomness, owner):
         """(order, uniforms) checked: n' item indices in [0, n) and (n', UNIFORMS_PER_VISIT) uniforms in [0, 1)."""
@@ -257,7 +304,10 @@ class GibbsSweeps:
         """Raise unless ``state`` is a chain state of this kernel's model (made by :meth:`start`)."""
         ok = (isinstance(state, ChainState) and state.slot_of.shape == (self.n,) and state.stats.ndim == 2
               and state.stats.shape[1] == self.pack.width and state.sizes.shape[0] == state.stats.shape[0]
-              == state.active.shape[0] and 0 <= state.n_active <= state.sizes.shape[0])
+              == state.active.shape[0] and 0 <= state.n_active <= state.sizes.shape[0]
+              and isinstance(state.E, np.ndarray) and state.E.ndim == 3
+              and state.E.shape[0] == self._net_ho.shape[0]
+              and (not self.network or state.E.shape[1:] == (state.sizes.shape[0],) * 2))
         if not ok:
             raise ValueError(f"{owner}: the state must be a ChainState made by this kernel's start()")
 
@@ -265,6 +315,12 @@ class GibbsSweeps:
         """One single-chain sweep, in place."""
         self._state(state, "GibbsSweeps.sweep")
         order, uniforms = self._randomness(randomness, "GibbsSweeps.sweep")
+        if self.network:
+            state.sizes, state.stats, state.active, state.n_active, state.E = net_sweep(
+                state.slot_of, state.sizes, state.stats, state.active, state.n_active, state.E, order,
+                np.ascontiguousarray(uniforms[:, 1]), *self._pack_args(), self._empty, self._scratch, self._net_ho,
+            )
+            return
         state.sizes, state.stats, state.active, state.n_active = _sweep(
             state.slot_of, state.sizes, state.stats, state.active, state.n_active, order,
             np.ascontiguousarray(uniforms[:, 1]), *self._pack_args(), self._empty, self._scratch,
@@ -286,10 +342,11 @@ class GibbsSweeps:
             raise ValueError(f"{owner}: inter must be the int64 intersection table of the two states "
                              "(GibbsSweeps.intersections)")
         order, uniforms = self._randomness(randomness, owner)
-        (x.sizes, x.stats, x.active, x.n_active, y.sizes, y.stats, y.active, y.n_active, inter) = _coupled_sweep(
+        (x.sizes, x.stats, x.active, x.n_active, x.E, y.sizes, y.stats, y.active, y.n_active, y.E,
+         inter) = _coupled_sweep(
             COUPLINGS[self.coupling], self.eps, order, uniforms,
             x.slot_of, x.sizes, x.stats, x.active, x.n_active, y.slot_of, y.sizes, y.stats, y.active, y.n_active,
-            inter, *self._pack_args(), self._empty, self._scratch,
+            inter, *self._pack_args(), self._empty, self._scratch, self._net_ho, x.E, y.E,
         )
         return inter
 

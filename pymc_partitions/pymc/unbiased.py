@@ -20,10 +20,9 @@ from .._checks import boolean, choice, integer, probability, real
 from ..coupling.functions import largest_proportion, n_clusters
 from ..coupling.parallel import (Interrupts, RunReport, UnbiasedJob, check_init, check_mp_ctx, check_seed,
                                  check_timeout, run_pairs)
-from ..coupling.split_merge import pgsm_settings
+from ..coupling.split_merge import pgsm_settings, refuse_pgsm_network
 from ..coupling.sweep import COUPLINGS
 from ..coupling.unbiased import check_h_value, check_k_m, suggest_k_m
-from ..families.kernels import refuse_network
 from .compat import made_group, new_result
 from .distributions import is_partition
 from .terms import PartitionTerms
@@ -285,7 +284,8 @@ def sample_unbiased(model=None, h=None, n_pairs: int | None = 100, coupling: str
     terms = PartitionTerms(model, rv)
     pgsm = pgsm_settings(pgsm, terms.n)
     prior_params, pack = terms.kernel_inputs(model.initial_point())
-    refuse_network(pack, owner)  # (the coupled sweeps have no block-pair terms: refuse before any work)
+    if pgsm is not None:
+        refuse_pgsm_network(pack, owner)  # (before any work)
     terms.check_prior_params(prior_params)
     functions = _functions(h, pack, terms.prior_code, prior_params)
     stacked = _StackedH(functions, terms.n)

@@ -29,7 +29,7 @@ from ..partition import canonicalize_into
 from ..priors import log_eppf_sizes, log_join_weight, log_new_weight
 from .gibbs import _build, _grow, _join_weights
 
-__all__ = ["network_offsets"]
+__all__ = ["network_offsets", "net_take_out", "net_log_weights", "net_put_in", "net_sweep"]
 
 
 def network_offsets(pack) -> np.ndarray:
@@ -102,6 +102,38 @@ def net_total(E, net_ho, hyper, sizes, slots, n_slots):
 
 
 @numba.njit(cache=True, error_model="numpy")
+def net_take_out(E, net_ho, hyper, n, slot_of, i, out, inn, touched, counts):
+    """First step of moving node i (still in its slot): its out/in-neighbour counts per slot into
+    ``out[f]``/``inn[f]`` (slots listed in ``touched[f][:counts[f]]``) and its pairs taken out of
+    ``E``, for every network family f: O(degree)."""
+    s = slot_of[i]
+    for f in range(net_ho.shape[0]):
+        counts[f] = net_node_counts(hyper, net_ho[f], n, slot_of, i, out[f], inn[f], touched[f], 0)
+        net_add_node(E, f, hyper, net_ho[f], n, slot_of, i, s, -1.0)
+
+
+@numba.njit(cache=True, error_model="numpy")
+def net_log_weights(E, net_ho, hyper, sizes, active, n_active, out, inn, logw, new_lp):
+    """The block-pair terms of node i's log Gibbs conditional (i taken out by :func:`net_take_out`
+    and out of ``sizes``): added to ``logw[j]`` for joining block ``active[j]``, j < n_active, and
+    to ``new_lp[0]`` for opening a new block. O(K^2). The single-chain sweep and the coupled
+    sweeps of :mod:`pymc_partitions.coupling.sweep` both call it."""
+    for f in range(net_ho.shape[0]):
+        net_join_logw(E, f, hyper, net_ho[f], sizes, active, n_active, active, n_active, out[f], inn[f], 1.0, 0.0,
+                      logw, new_lp)
+
+
+@numba.njit(cache=True, error_model="numpy")
+def net_put_in(E, net_ho, hyper, n, slot_of, i, out, inn, touched, counts):
+    """Last step of moving node i (``slot_of[i]`` its new slot): its pairs into ``E`` and the
+    counts of :func:`net_take_out` cleared. O(degree)."""
+    s = slot_of[i]
+    for f in range(net_ho.shape[0]):
+        net_add_node(E, f, hyper, net_ho[f], n, slot_of, i, s, 1.0)
+        net_clear_counts(out[f], inn[f], touched[f], counts[f])
+
+
+@numba.njit(cache=True, error_model="numpy")
 def _net_visit(t0, slot_of, sizes, stats, active, join_w, logw, n_active, order, uniforms, prior_code, prior_params,
                codes, dims, data_off, stat_off, hyper_off, hyper, data, empty, scratch, first_row, new_lp,
                net_ho, E, out, inn, touched):
@@ -109,16 +141,13 @@ def _net_visit(t0, slot_of, sizes, stats, active, join_w, logw, n_active, order,
     block might be needed and the slot table is full. Returns (next visit, n_active)."""
     cap = sizes.shape[0]
     n = slot_of.shape[0]
-    nf = net_ho.shape[0]
-    counts = np.zeros(nf, np.int64)
+    counts = np.zeros(net_ho.shape[0], np.int64)
     for t in range(t0, order.shape[0]):
         i = order[t]
         if n_active == cap and sizes[slot_of[i]] > 1:
             return t, n_active
         s = slot_of[i]
-        for f in range(nf):
-            counts[f] = net_node_counts(hyper, net_ho[f], n, slot_of, i, out[f], inn[f], touched[f], 0)
-            net_add_node(E, f, hyper, net_ho[f], n, slot_of, i, s, -1.0)
+        net_take_out(E, net_ho, hyper, n, slot_of, i, out, inn, touched, counts)
         sizes[s] -= 1
         if sizes[s] > 0:
             pack_update(codes, dims, data_off, stat_off, hyper_off, hyper, stats, s, data, i, -1.0, scratch)
@@ -139,9 +168,7 @@ def _net_visit(t0, slot_of, sizes, stats, active, join_w, logw, n_active, order,
         if w > -np.inf:
             new_lp[0] = w
             pack_log_preds(codes, dims, data_off, stat_off, hyper_off, hyper, empty, first_row, 1, data, i, scratch, new_lp)
-        for f in range(nf):
-            net_join_logw(E, f, hyper, net_ho[f], sizes, active, n_active, active, n_active, out[f], inn[f], 1.0, 0.0,
-                          logw, new_lp)
+        net_log_weights(E, net_ho, hyper, sizes, active, n_active, out, inn, logw, new_lp)
         logw[n_active] = new_lp[0] if w > -np.inf else w
         chosen = draw_log_weights(logw, n_active + 1, uniforms[t])
         if chosen == n_active:
@@ -154,10 +181,39 @@ def _net_visit(t0, slot_of, sizes, stats, active, join_w, logw, n_active, order,
         sizes[s] += 1
         join_w[s] = log_join_weight(prior_code, prior_params, sizes[s])
         slot_of[i] = s
-        for f in range(nf):
-            net_add_node(E, f, hyper, net_ho[f], n, slot_of, i, s, 1.0)
-            net_clear_counts(out[f], inn[f], touched[f], counts[f])
+        net_put_in(E, net_ho, hyper, n, slot_of, i, out, inn, touched, counts)
     return order.shape[0], n_active
+
+
+@numba.njit(cache=True, error_model="numpy")
+def net_workspace(nf, cap, n):
+    """(out, inn, touched) for :func:`net_take_out` with a slot table of ``cap`` slots."""
+    return np.zeros((nf, cap)), np.zeros((nf, cap)), np.zeros((nf, 2 * n), np.int64)
+
+
+@numba.njit(cache=True, error_model="numpy")
+def net_sweep(slot_of, sizes, stats, active, n_active, E, order, uniforms, prior_code, prior_params,
+              codes, dims, data_off, stat_off, hyper_off, hyper, data, empty, scratch, net_ho):
+    """One network Gibbs sweep of a persistent slot table (and its edge counts ``E``) in visiting
+    ``order``; the tables double when full. Returns (sizes, stats, active, n_active, E)."""
+    n = slot_of.shape[0]
+    nf = net_ho.shape[0]
+    first_row = np.zeros(1, np.int64)
+    new_lp = np.empty(1)
+    out, inn, touched = net_workspace(nf, sizes.shape[0], n)
+    t = 0
+    while True:
+        cap = sizes.shape[0]
+        join_w = _join_weights(sizes, active, n_active, prior_code, prior_params)
+        logw = np.empty(cap + 1)
+        t, n_active = _net_visit(t, slot_of, sizes, stats, active, join_w, logw, n_active, order, uniforms,
+                                 prior_code, prior_params, codes, dims, data_off, stat_off, hyper_off, hyper, data,
+                                 empty, scratch, first_row, new_lp, net_ho, E, out, inn, touched)
+        if t == order.shape[0]:
+            return sizes, stats, active, n_active, E
+        sizes, stats, active = _grow(sizes, stats, active)
+        E = net_grow(E, sizes.shape[0])
+        out, inn, touched = net_workspace(nf, sizes.shape[0], n)
 
 
 @numba.njit(cache=True, error_model="numpy")
@@ -170,29 +226,12 @@ def _network_gibbs_sweeps(labels, orders, uniforms, prior_code, prior_params,
     )
     empty = np.empty((1, width))
     pack_init(codes, dims, stat_off, hyper_off, hyper, empty, 0)
-    nf = net_ho.shape[0]
     E = net_build(slot_of, sizes.shape[0], net_ho, hyper, n)
-    out = np.zeros((nf, sizes.shape[0]))
-    inn = np.zeros((nf, sizes.shape[0]))
-    touched = np.zeros((nf, 2 * n), np.int64)
-    first_row = np.zeros(1, np.int64)
-    new_lp = np.empty(1)
     for sweep in range(orders.shape[0]):
-        t = 0
-        while True:
-            cap = sizes.shape[0]
-            join_w = _join_weights(sizes, active, n_active, prior_code, prior_params)
-            logw = np.empty(cap + 1)
-            t, n_active = _net_visit(t, slot_of, sizes, stats, active, join_w, logw, n_active, orders[sweep],
-                                     uniforms[sweep], prior_code, prior_params, codes, dims, data_off, stat_off,
-                                     hyper_off, hyper, data, empty, scratch, first_row, new_lp, net_ho, E, out, inn,
-                                     touched)
-            if t == orders.shape[1]:
-                break
-            sizes, stats, active = _grow(sizes, stats, active)
-            E = net_grow(E, sizes.shape[0])
-            out = np.zeros((nf, sizes.shape[0]))
-            inn = np.zeros((nf, sizes.shape[0]))
+        sizes, stats, active, n_active, E = net_sweep(slot_of, sizes, stats, active, n_active, E, orders[sweep],
+                                                      uniforms[sweep], prior_code, prior_params, codes, dims,
+                                                      data_off, stat_off, hyper_off, hyper, data, empty, scratch,
+                                                      net_ho)
     occupied = np.empty(n_active, np.int64)
     lj = 0.0
     for j in range(n_active):
