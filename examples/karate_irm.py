@@ -20,7 +20,6 @@ import pymc as pm
 
 import pymc_partitions as pmp
 from pymc_partitions.partition import contingency
-from pymc_partitions.pymc.compat import posterior_dataset
 
 
 def adjusted_rand(a, b):
@@ -42,7 +41,7 @@ def main(draws=300, tune=100, chains=4, seed=1, picture="karate_coclustering.png
                           step=[pmp.CollapsedGibbs([z]), pmp.ARM([z])], progressbar=False,
                           compute_convergence_checks=False)
     seconds = time.perf_counter() - start
-    k = posterior_dataset(idata, "sample_stats")["n_clusters"].values.ravel()
+    k = pmp.posterior_dataset(idata, "sample_stats")["n_clusters"].values.ravel()
     estimate = pmp.point_estimate(idata, random_seed=seed)
     ari = adjusted_rand(estimate.labels, factions)
     print(f"{chains} chains x {draws} draws (Gibbs + ARM), wall time {seconds:.1f} s")

@@ -50,16 +50,12 @@ def build_model(y):
 def fit(model, draws=2000, tune=500, chains=2, seed=1):
     import pymc as pm
 
-    import pymc_partitions as pmp
-
-    with model:
-        return pm.sample(draws=draws, tune=tune, chains=chains, cores=1, random_seed=seed, progressbar=False,
-                         step=[pmp.EscobarWest([model["alpha"]])], compute_convergence_checks=False)
+    with model:  # pm.sample assigns CollapsedGibbs to z and EscobarWest to alpha
+        return pm.sample(draws=draws, tune=tune, chains=chains, cores=1, random_seed=seed, progressbar=False)
 
 
 def main(argv=None):
     import pymc_partitions as pmp
-    from pymc_partitions.pymc.compat import posterior_dataset
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--draws", type=int, default=2000)
@@ -71,8 +67,8 @@ def main(argv=None):
     start = time.perf_counter()
     idata = fit(model, draws=args.draws)
     seconds = time.perf_counter() - start
-    k = posterior_dataset(idata, "sample_stats")["n_clusters"].values.ravel()
-    alpha = posterior_dataset(idata)["alpha"].values.ravel()
+    k = pmp.posterior_dataset(idata, "sample_stats")["n_clusters"].values.ravel()
+    alpha = pmp.posterior_dataset(idata)["alpha"].values.ravel()
     print(f"{len(y)} years, {k.size} draws in {seconds:.1f} s")
     values, counts = np.unique(k, return_counts=True)
     print("posterior of the number of clusters K:",
