@@ -126,6 +126,19 @@ class CollapsedGibbs(_PartitionStep):
         return Competence.IDEAL if is_partition(var) else Competence.INCOMPATIBLE
 
 
+def _split_merge_moves(kernel, labels, moves, rng, prefix):
+    """``moves`` split-merge proposals of ``kernel``; (labels, the ``<prefix>_*`` statistics of the draw)."""
+    stats = {f"{prefix}_splits": 0, f"{prefix}_merges": 0, f"{prefix}_proposed_splits": 0}
+    for _ in range(moves):
+        labels, info = kernel.step(labels, rng)
+        split = info["move"] == "split"
+        stats[f"{prefix}_proposed_splits"] += split
+        stats[f"{prefix}_splits"] += split and info["accepted"]
+        stats[f"{prefix}_merges"] += (not split) and info["accepted"]
+    stats[f"{prefix}_log_ratio"] = info["log_ratio"]
+    return labels, stats
+
+
 def _check_moves(step_name, moves):
     return _checks.integer("moves", moves, low=1, owner=step_name)
 
@@ -277,14 +290,7 @@ class SAMS(_PartitionStep):
     def step(self, point):
         labels, prior_params, pack = self._inputs(point)
         kernel = SAMSKernel(pack, self.terms.prior_code, prior_params)
-        stats = {"sams_splits": 0, "sams_merges": 0, "sams_proposed_splits": 0}
-        for _ in range(self.moves):
-            labels, info = kernel.step(labels, self.rng)
-            split = info["move"] == "split"
-            stats["sams_proposed_splits"] += split
-            stats["sams_splits"] += split and info["accepted"]
-            stats["sams_merges"] += (not split) and info["accepted"]
-        stats["sams_log_ratio"] = info["log_ratio"]
+        labels, stats = _split_merge_moves(kernel, labels, self.moves, self.rng, "sams")
         return self._with_labels(point, labels), [stats]
 
 
@@ -338,14 +344,7 @@ class SplitMerge(_PartitionStep):
     def step(self, point):
         labels, prior_params, pack = self._inputs(point)
         kernel = JainNealKernel(pack, self.terms.prior_code, prior_params, self.intermediate_scans)
-        stats = {"sm_splits": 0, "sm_merges": 0, "sm_proposed_splits": 0}
-        for _ in range(self.moves):
-            labels, info = kernel.step(labels, self.rng)
-            split = info["move"] == "split"
-            stats["sm_proposed_splits"] += split
-            stats["sm_splits"] += split and info["accepted"]
-            stats["sm_merges"] += (not split) and info["accepted"]
-        stats["sm_log_ratio"] = info["log_ratio"]
+        labels, stats = _split_merge_moves(kernel, labels, self.moves, self.rng, "sm")
         return self._with_labels(point, labels), [stats]
 
 
