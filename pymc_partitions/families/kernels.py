@@ -67,12 +67,14 @@ def diag_normal_hyper(mu0, sigma0, sigma, dim, log_jacobian=0.0) -> np.ndarray:
     """Hyper vector for the diagonal Normal-Normal family (sds are broadcast to ``dim``).
 
     Layout ``[mu0, sigma0^2, sigma^2, log_jacobian, 1/sigma0^2, 1/sigma^2, mu0/sigma0^2]``; the
-    reciprocals spare the kernels a division per dimension.
+    reciprocals spare the kernels a division per dimension. Values that overflow or divide by zero
+    here are refused with a clear message by :func:`check_representable` (no numpy warning first).
     """
     mu0 = np.broadcast_to(np.asarray(mu0, float), (dim,))
-    s0sq = np.broadcast_to(np.asarray(sigma0, float), (dim,)) ** 2
-    ssq = np.broadcast_to(np.asarray(sigma, float), (dim,)) ** 2
-    return np.concatenate([mu0, s0sq, ssq, [float(log_jacobian)], 1.0 / s0sq, 1.0 / ssq, mu0 / s0sq])
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        s0sq = np.broadcast_to(np.asarray(sigma0, float), (dim,)) ** 2
+        ssq = np.broadcast_to(np.asarray(sigma, float), (dim,)) ** 2
+        return np.concatenate([mu0, s0sq, ssq, [float(log_jacobian)], 1.0 / s0sq, 1.0 / ssq, mu0 / s0sq])
 
 
 def niw_hyper(mu0, kappa0, nu0, scale0, dim, n) -> np.ndarray:
