@@ -176,3 +176,132 @@ def test_pointwise_log_likelihood_refuses_bad_arguments_and_partition_only_model
         out = pm.compute_log_likelihood(draws, extend_inferencedata=False, progressbar=False)
     np.testing.assert_allclose(out["w"].values[0, :, 0], [-0.5 * np.log(2 * np.pi), -0.5 * np.log(2 * np.pi) - 0.5])
     assert other.rvs_to_initial_values[other["z"]] is not None  # the starting value is put back
+
+
+# ---- pmp.loo: items whose PSIS tail is one value (discrete posteriors, fixed hyperparameters) ----
+
+SEPARATED = np.array([-10.0, -10.2, -9.9, 10.0, 10.3, 9.8])
+
+
+def _separated_model(n=6, drop=None):
+    """Two far-apart groups, fixed hyperparameters: the posterior is nearly one partition, so most
+    items' l_i take one value in nearly every draw (ArviZ 1.x: "All tail values are the same")."""
+    y = SEPARATED[:n] if drop is None else np.delete(SEPARATED[:n + 1], drop)
+    with pm.Model() as model:
+        z = pmp.Partition("z", pmp.CRP(5.0), n=len(y))
+        pmp.NormalNormal("y", partition=z, mu0=0.0, sigma0=10.0, sigma=0.3, observed=y)
+    return model
+
+
+def _enumerated(model):
+    terms = PartitionTerms(model, "z")
+    params, pack = terms.kernel_inputs(model.initial_point())
+    parts = enumerate_partitions(terms.n)
+    return parts, np.array([log_joint(p, pack, terms.prior_code, params) for p in parts])
+
+
+def _v1(res):
+    """ArviZ 1.x's ELPDData (attributes) rather than 0.x's (a pandas Series)."""
+    return not hasattr(res, "index")
+
+
+def _elpd(res):
+    return float(res.elpd) if _v1(res) else float(res["elpd_loo"])
+
+
+def _elpd_i(res):
+    return np.asarray((res.elpd_i if _v1(res) else res["loo_i"]).values, float)
+
+
+def _khat(res):
+    return np.asarray((res.pareto_k if _v1(res) else res["pareto_k"]).values, float)
+
+
+def test_loo_with_single_value_tails_matches_the_enumerated_elpd():
+    """Posterior draws taken exactly from the enumerated posterior (iid, two chains): pmp.loo
+    estimates each log p(y_i | y_{-i}) (p(y) / p(y_{-i}) by enumeration), although most items'
+    Pareto tails are a single value; the naive lppd (no leave-one-out) misses some item by more
+    than twice the tolerance."""
+    import warnings  # noqa: PLC0415
+
+    model = _separated_model()
+    parts, lj = _enumerated(model)
+    post = np.exp(lj - logsumexp(lj))
+    rng = np.random.default_rng(3)
+    pick = rng.choice(len(parts), size=(2, 2000), p=post)
+    draws = new_result({"posterior": xr.Dataset({"z": (("chain", "draw", "item"), parts[pick])})})
+    ll = pmp.pointwise_log_likelihood(draws, model)
+    draws = new_result({"posterior": posterior_dataset(draws), "log_likelihood": ll})
+    flat = ll["y"].values.reshape(-1, 6).T
+    from pymc_partitions.pymc.loo import _atom_tail  # noqa: PLC0415
+
+    assert _atom_tail(-flat, 60).sum() >= 3  # the case this test is about
+    res = pmp.loo(draws)
+    log_py = logsumexp(lj)
+    exact = np.array([log_py - logsumexp(_enumerated(_separated_model(5, drop=i))[1]) for i in range(6)])
+    np.testing.assert_allclose(_elpd_i(res), exact, atol=0.004)
+    assert _elpd(res) == pytest.approx(exact.sum(), abs=0.01)
+    lppd = logsumexp(flat, axis=1, b=1.0 / flat.shape[1])
+    assert np.abs(lppd - exact).max() > 0.008  # a wrong (non-LOO) estimate fails the check above
+    k = _khat(res)
+    assert np.all(k[_atom_tail(-flat, 60)] == 0.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import arviz as az  # noqa: PLC0415
+
+        table = az.compare({"a": res, "b": pmp.loo(draws, pointwise=True)})
+    assert len(table) == 2
+
+
+def test_loo_constant_item_is_exact_and_other_items_are_arvizs_psis():
+    """One item's l_i is constant: its term is l_i exactly, k = 0; the other items (continuous
+    values) get exactly what ArviZ's own PSIS gives them."""
+    import arviz as az  # noqa: PLC0415
+
+    rng = np.random.default_rng(0)
+    vals = rng.normal(-1.0, 0.3, size=(2, 400, 4))
+    vals[..., 2] = -1.2345
+    post = xr.Dataset({"mu": (("chain", "draw"), rng.normal(size=(2, 400)))})
+    ll = xr.Dataset({"y": (("chain", "draw", "item"), vals)}, coords={"item": list("abcd")})
+    res = pmp.loo(new_result({"posterior": post, "log_likelihood": ll}), reff=1.0)
+    assert _elpd_i(res)[2] == pytest.approx(-1.2345, abs=1e-12)
+    assert _khat(res)[2] == 0.0
+    ll3 = ll.isel(item=[0, 1, 3])
+    ref = az.loo(new_result({"posterior": post, "log_likelihood": ll3}), reff=1.0, pointwise=True)
+    np.testing.assert_allclose(_elpd_i(res)[[0, 1, 3]], _elpd_i(ref), rtol=1e-12)
+    np.testing.assert_allclose(_khat(res)[[0, 1, 3]], _khat(ref), rtol=1e-12)
+    assert _elpd(res) == pytest.approx(_elpd(ref) - 1.2345, rel=1e-12)
+    short = pmp.loo(new_result({"posterior": post, "log_likelihood": ll}), reff=1.0, pointwise=False)
+    assert _elpd(short) == pytest.approx(_elpd(res), rel=1e-12)
+    assert (short.elpd_i is None) if _v1(short) else ("loo_i" not in short.index)
+
+
+def test_loo_through_pm_sample_on_a_discrete_posterior():
+    """pm.sample + pm.compute_log_likelihood on the separated model (fixed hyperparameters): pmp.loo
+    works on both ArviZ lines and agrees with the enumerated elpd."""
+    model = _separated_model()
+    with model:
+        idata = pm.sample(draws=2000, tune=100, chains=2, cores=1, random_seed=1, progressbar=False,
+                          compute_convergence_checks=False)
+        pm.compute_log_likelihood(idata, progressbar=False)
+    res = pmp.loo(idata)
+    lj = _enumerated(model)[1]
+    exact = [logsumexp(lj) - logsumexp(_enumerated(_separated_model(5, drop=i))[1]) for i in range(6)]
+    np.testing.assert_allclose(_elpd_i(res), exact, atol=0.008)  # the lppd is off by 0.01 on item 3
+
+
+def test_loo_refuses_bad_arguments():
+    post = xr.Dataset({"mu": (("chain", "draw"), np.zeros((1, 50)))})
+    ll = xr.Dataset({"y": (("chain", "draw", "i"), np.zeros((1, 50, 3))), "w": (("chain", "draw"), np.zeros((1, 50)))})
+    with pytest.raises(ValueError, match="no log_likelihood group"):
+        pmp.loo(new_result({"posterior": post}))
+    with pytest.raises(ValueError, match="pass var_name"):
+        pmp.loo(new_result({"posterior": post, "log_likelihood": ll}))
+    with pytest.raises(ValueError, match="no variable 'q'"):
+        pmp.loo(new_result({"posterior": post, "log_likelihood": ll}), var_name="q")
+    bad = ll.copy(deep=True)
+    bad["y"][0, 3, 1] = np.nan
+    with pytest.raises(ValueError, match="non-finite"):
+        pmp.loo(new_result({"posterior": post, "log_likelihood": bad}), var_name="y")
+    with pytest.raises(ValueError, match="reff"):
+        pmp.loo(new_result({"posterior": post, "log_likelihood": ll}), var_name="y", reff=-1.0)

@@ -50,10 +50,10 @@ import xarray as xr
 from ..families.kernels import FamilyPack, family_log_preds, pack_init, pack_update
 from ..priors import log_join_weight, log_new_weight
 from ..samplers.gibbs import _build
-from .compat import is_datatree, posterior_dataset
+from .compat import group_names, is_datatree, posterior_dataset
 from .distributions import CollapsedLikelihoodRV, is_partition
 
-__all__ = ["pointwise_log_likelihood", "install"]
+__all__ = ["pointwise_log_likelihood", "loo", "install"]
 
 
 @numba.njit(cache=True, error_model="numpy")
@@ -181,6 +181,157 @@ def pointwise_log_likelihood(result, model=None, *, var_names=None) -> xr.Datase
     ds.attrs["pointwise"] = ("collapsed likelihoods: log p(y_i | z, hyperparameters, y_-i), the leave-one-out "
                              "predictive of item i given the other items of its cluster")
     return ds
+
+
+ATOM_RTOL = 1e-9
+"""Log ratios within this (relative, at least absolute) distance of the largest count as equal to it:
+the same value computed along different paths differs in the last bits, and such values give
+weights equal to 1e-9."""
+
+
+def _tail_length(n_samples: int, reff: float, arviz_major: int) -> int:
+    """The number of largest importance ratios PSIS fits a Pareto tail to (Vehtari et al. 2024:
+    min(S / 5, 3 sqrt(S / r_eff))), as the installed ArviZ computes it."""
+    if arviz_major >= 1:
+        return int(math.floor(3 * math.sqrt(n_samples / reff)) if n_samples * reff > 225 else math.floor(n_samples / 5))
+    return int(math.ceil(min(0.2 * n_samples, 3 * math.sqrt(n_samples / reff))))
+
+
+def _atom_tail(log_ratios: np.ndarray, tail: int) -> np.ndarray:
+    """(items,) bool: the ``tail`` largest of each row of ``log_ratios`` (items, draws) are one value
+    (up to :data:`ATOM_RTOL`), i.e. the largest importance ratio is held by at least ``tail`` draws."""
+    tail = max(1, min(tail, log_ratios.shape[1]))
+    top = np.sort(log_ratios, axis=1)[:, -tail:]
+    hi, lo = top[:, -1], top[:, 0]
+    return (hi - lo) <= ATOM_RTOL * np.maximum(1.0, np.abs(hi))
+
+
+def _reff(az, result, n_samples: int) -> float:
+    """ArviZ's default relative efficiency: the mean ESS ("mean" method) of the posterior's variables
+    over the number of draws, 1 with one chain (as ``az.loo`` computes it on both ArviZ lines)."""
+    post = posterior_dataset(result)
+    if post.sizes["chain"] == 1:
+        return 1.0
+    ess = az.ess(post, method="mean")
+    return float(np.hstack([np.ravel(ess[v].values) for v in ess.data_vars]).mean() / n_samples)
+
+
+def loo(result, var_name: str | None = None, *, reff: float | None = None, pointwise: bool = True):
+    """PSIS-LOO of a fitted clustering model: ``az.loo`` with items whose Pareto tail is one value
+    handled exactly. Returns ArviZ's own ELPD object (``az.compare`` takes a dict of them).
+
+    With fixed hyperparameters the posterior is discrete, so an item's pointwise value l_i (see
+    :func:`pointwise_log_likelihood`) takes finitely many values, and the largest importance ratio
+    exp(-l_i) is often held by more draws than PSIS's tail (min(S/5, 3 sqrt(S/r_eff)) draws). Such a
+    tail is a single value: there is nothing to smooth, the weights are bounded (none above 1/tail
+    of the total), and the plain importance-sampling estimate is the PSIS one. ArviZ 1.x refuses to
+    fit it ("All tail values are the same", or k = NaN when the values differ in the last bits) and
+    ArviZ 0.x reports k = inf. For those items this function uses the raw weights and reports
+    k = 0; a constant l_i gives elpd_i = l_i exactly. Every other item is ArviZ's PSIS unchanged.
+
+    ``result``: InferenceData or DataTree with a ``log_likelihood`` group (``pm.compute_log_likelihood``).
+    ``var_name``: the log-likelihood variable (needed when there are several). ``reff``: relative
+    efficiency (default: ArviZ's, from the posterior's ESS). ``pointwise``: keep the pointwise
+    values (``az.compare`` on ArviZ 0.x needs them). Log scale only.
+    """
+    from .compat import _arviz  # noqa: PLC0415
+
+    az = _arviz()
+    if "log_likelihood" not in group_names(result):
+        raise ValueError("pmp.loo: the result has no log_likelihood group; call pm.compute_log_likelihood(idata) "
+                         "or sample with idata_kwargs={'log_likelihood': True}")
+    ll_ds = posterior_dataset(result, "log_likelihood")
+    if var_name is None:
+        if len(ll_ds.data_vars) != 1:
+            raise ValueError(f"pmp.loo: the log_likelihood group has several variables {sorted(ll_ds.data_vars)}; "
+                             "pass var_name")
+        var_name = next(iter(ll_ds.data_vars))
+    elif var_name not in ll_ds.data_vars:
+        raise ValueError(f"pmp.loo: no variable {var_name!r} in the log_likelihood group ({sorted(ll_ds.data_vars)})")
+    ll = ll_ds[var_name]
+    if ll.dims[:2] != ("chain", "draw") and not {"chain", "draw"} <= set(ll.dims):
+        raise ValueError(f"pmp.loo: {var_name!r} needs dims chain and draw, has {ll.dims}")
+    obs_dims = [d for d in ll.dims if d not in ("chain", "draw")]
+    ll = ll.transpose("chain", "draw", *obs_dims)
+    values = np.asarray(ll.values, np.float64)
+    n_samples = values.shape[0] * values.shape[1]
+    flat = values.reshape(n_samples, -1).T  # (items, draws)
+    if not np.all(np.isfinite(flat)):
+        raise ValueError(f"pmp.loo: {var_name!r} has non-finite pointwise values")
+    if reff is None:
+        reff = _reff(az, result, n_samples)
+    reff = float(reff)
+    if not (math.isfinite(reff) and reff > 0):
+        raise ValueError(f"pmp.loo: reff must be a positive number, got {reff}")
+    major = int(az.__version__.split(".", 1)[0])
+    atom = _atom_tail(-flat, _tail_length(n_samples, reff, major))
+    if major >= 1:
+        return _loo_arviz1(az, result, ll, flat, atom, var_name, reff, pointwise)
+    return _loo_arviz0(az, result, ll, flat, atom, var_name, reff, pointwise)
+
+
+def _raw_log_weights(log_ratios):
+    top = log_ratios.max(axis=-1, keepdims=True)
+    return log_ratios - (top + np.log(np.exp(log_ratios - top).sum(axis=-1, keepdims=True)))
+
+
+def _loo_arviz1(az, result, ll, flat, atom, var_name, reff, pointwise):
+    n_items = flat.shape[0]
+    lw = np.empty_like(flat)
+    k = np.zeros(n_items)
+    lw[atom] = _raw_log_weights(-flat[atom])
+    rest = np.flatnonzero(~atom)
+    shape = ll.shape
+
+    def psis(rows):
+        sub = xr.DataArray(flat[rows].T.reshape(shape[0], shape[1], rows.size), dims=("chain", "draw", "__item__"))
+        w, kk = sub.azstats.psislw(r_eff=reff, dim=["chain", "draw"])
+        return np.asarray(w.transpose("__item__", "chain", "draw").values).reshape(rows.size, -1), np.asarray(kk.values)
+
+    if rest.size:
+        try:
+            lw[rest], k[rest] = psis(rest)
+        except ValueError:  # a tail ArviZ finds constant that the check above did not: item by item
+            for j in rest:
+                try:
+                    w, kk = psis(np.array([j]))
+                    lw[j], k[j] = w[0], kk[0]
+                except ValueError:
+                    lw[j], k[j] = _raw_log_weights(-flat[j]), 0.0
+    obs_shape = shape[2:]
+    log_weights = ll.copy(data=lw.T.reshape(shape))
+    pareto_k = ll.isel(chain=0, draw=0, drop=True).copy(data=k.reshape(obs_shape))
+    return az.loo(result, pointwise=pointwise, var_name=var_name, reff=reff, log_weights=log_weights,
+                  pareto_k=pareto_k)
+
+
+def _loo_arviz0(az, result, ll, flat, atom, var_name, reff, pointwise):
+    import warnings  # noqa: PLC0415
+
+    with warnings.catch_warnings():
+        if atom.any():  # ArviZ 0.x warns about the k = inf it gives these items; replaced below
+            warnings.filterwarnings("ignore", message="Estimated shape parameter of Pareto")
+        out = az.loo(result, pointwise=True, var_name=var_name, reff=reff, scale="log")
+    if atom.any():
+        loo_i, k = out["loo_i"], out["pareto_k"]  # obs dims in ll's order (ArviZ stacks the sample dims last)
+        li, ki = np.array(loo_i.values, np.float64).reshape(-1), np.array(k.values, np.float64).reshape(-1)
+        lw = _raw_log_weights(-flat[atom])
+        top = (lw + flat[atom]).max(axis=1, keepdims=True)
+        new = (top + np.log(np.exp(lw + flat[atom] - top).sum(axis=1, keepdims=True)))[:, 0]
+        old_sum = float(li.sum())
+        li[atom] = new
+        ki[atom] = 0.0
+        out["loo_i"], out["pareto_k"] = loo_i.copy(data=li.reshape(loo_i.shape)), k.copy(data=ki.reshape(k.shape))
+        out["elpd_loo"] = float(li.sum())
+        out["p_loo"] = float(out["p_loo"] + old_sum - li.sum())
+        out["se"] = float((li.size * np.var(li)) ** 0.5)
+        out["warning"] = bool(np.any(ki > out["good_k"]))
+        if out["warning"]:
+            warnings.warn(f"Estimated shape parameter of Pareto distribution is greater than {out['good_k']:.2f} "
+                          "for one or more samples (pmp.loo).", UserWarning, stacklevel=3)
+    if not pointwise:
+        out = out.drop(["loo_i", "pareto_k"])
+    return out
 
 
 @contextlib.contextmanager
