@@ -217,6 +217,17 @@ def _khat(res):
     return np.asarray((res.pareto_k if _v1(res) else res["pareto_k"]).values, float)
 
 
+def _single_value_tails(log_ratios, reff):
+    """Items whose PSIS tail (as the installed ArviZ picks it), and the draw below it, are one value."""
+    import arviz as az  # noqa: PLC0415
+
+    from pymc_partitions.pymc.loo import _tail_length  # noqa: PLC0415
+
+    tail = _tail_length(log_ratios.shape[1], reff, int(az.__version__.split(".")[0]))
+    top = np.sort(log_ratios, axis=1)[:, -tail - 1:]
+    return np.abs(top[:, -1] - top[:, 0]) < 1e-12
+
+
 def test_loo_with_single_value_tails_matches_the_enumerated_elpd():
     """Posterior draws taken exactly from the enumerated posterior (iid, two chains): pmp.loo
     estimates each log p(y_i | y_{-i}) (p(y) / p(y_{-i}) by enumeration), although most items'
@@ -233,10 +244,9 @@ def test_loo_with_single_value_tails_matches_the_enumerated_elpd():
     ll = pmp.pointwise_log_likelihood(draws, model)
     draws = new_result({"posterior": posterior_dataset(draws), "log_likelihood": ll})
     flat = ll["y"].values.reshape(-1, 6).T
-    from pymc_partitions.pymc.loo import _atom_tail  # noqa: PLC0415
-
-    assert _atom_tail(-flat, 60).sum() >= 3  # the case this test is about
-    res = pmp.loo(draws)
+    single = _single_value_tails(-flat, 1.0)
+    assert single.sum() >= 3  # the case this test is about: ArviZ 1.x's az.loo refuses these items
+    res = pmp.loo(draws, reff=1.0)
     log_py = logsumexp(lj)
     exact = np.array([log_py - logsumexp(_enumerated(_separated_model(5, drop=i))[1]) for i in range(6)])
     np.testing.assert_allclose(_elpd_i(res), exact, atol=0.004)
@@ -244,33 +254,42 @@ def test_loo_with_single_value_tails_matches_the_enumerated_elpd():
     lppd = logsumexp(flat, axis=1, b=1.0 / flat.shape[1])
     assert np.abs(lppd - exact).max() > 0.008  # a wrong (non-LOO) estimate fails the check above
     k = _khat(res)
-    assert np.all(k[_atom_tail(-flat, 60)] == 0.0)
+    assert np.all(k[single] == 0.0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         import arviz as az  # noqa: PLC0415
 
-        table = az.compare({"a": res, "b": pmp.loo(draws, pointwise=True)})
+        table = az.compare({"a": res, "b": pmp.loo(draws, reff=1.0)})
     assert len(table) == 2
 
 
-def test_loo_constant_item_is_exact_and_other_items_are_arvizs_psis():
-    """One item's l_i is constant: its term is l_i exactly, k = 0; the other items (continuous
-    values) get exactly what ArviZ's own PSIS gives them."""
+def test_loo_discrete_tails_are_plain_importance_sampling_and_other_items_arvizs_psis():
+    """Items with a discrete tail get the plain importance-sampling estimate -log mean exp(-l_i)
+    (a constant l_i: exactly l_i) and k = 0, or k = inf when a value above the tail's cutoff is
+    held by fewer than 5 draws; items with continuous values get exactly ArviZ's own PSIS."""
     import arviz as az  # noqa: PLC0415
 
     rng = np.random.default_rng(0)
-    vals = rng.normal(-1.0, 0.3, size=(2, 400, 4))
-    vals[..., 2] = -1.2345
+    vals = rng.normal(-1.0, 0.3, size=(2, 400, 6))
+    vals[..., 2] = -1.2345  # constant
+    vals[..., 3] = -1.0
+    vals[0, [5, 90, 300], 3] = -4.0  # three draws with a much larger ratio: too few to judge
+    vals[..., 4] = -1.0
+    vals[:, ::8, 4] = -1.5  # 100 draws at a larger ratio, two values above the cutoff region
+    vals[1, ::16, 4] = -1.5 + 1e-15  # the same value up to the last bits
     post = xr.Dataset({"mu": (("chain", "draw"), rng.normal(size=(2, 400)))})
-    ll = xr.Dataset({"y": (("chain", "draw", "item"), vals)}, coords={"item": list("abcd")})
+    ll = xr.Dataset({"y": (("chain", "draw", "item"), vals)}, coords={"item": list("abcdef")})
     res = pmp.loo(new_result({"posterior": post, "log_likelihood": ll}), reff=1.0)
+    plain = -logsumexp(-vals.reshape(800, 6), axis=0, b=1 / 800)
     assert _elpd_i(res)[2] == pytest.approx(-1.2345, abs=1e-12)
-    assert _khat(res)[2] == 0.0
-    ll3 = ll.isel(item=[0, 1, 3])
+    np.testing.assert_allclose(_elpd_i(res)[2:5], plain[2:5], rtol=1e-12)
+    np.testing.assert_array_equal(_khat(res)[2:5], [0.0, np.inf, 0.0])
+    ll3 = ll.isel(item=[0, 1, 5])
     ref = az.loo(new_result({"posterior": post, "log_likelihood": ll3}), reff=1.0, pointwise=True)
-    np.testing.assert_allclose(_elpd_i(res)[[0, 1, 3]], _elpd_i(ref), rtol=1e-12)
-    np.testing.assert_allclose(_khat(res)[[0, 1, 3]], _khat(ref), rtol=1e-12)
-    assert _elpd(res) == pytest.approx(_elpd(ref) - 1.2345, rel=1e-12)
+    np.testing.assert_allclose(_elpd_i(res)[[0, 1, 5]], _elpd_i(ref), rtol=1e-12)
+    np.testing.assert_allclose(_khat(res)[[0, 1, 5]], _khat(ref), rtol=1e-12)
+    assert _elpd(res) == pytest.approx(_elpd(ref) + plain[2:5].sum(), rel=1e-12)
+    assert (res.warning if _v1(res) else res["warning"])  # the k = inf item
     short = pmp.loo(new_result({"posterior": post, "log_likelihood": ll}), reff=1.0, pointwise=False)
     assert _elpd(short) == pytest.approx(_elpd(res), rel=1e-12)
     assert (short.elpd_i is None) if _v1(short) else ("loo_i" not in short.index)

@@ -184,26 +184,48 @@ def pointwise_log_likelihood(result, model=None, *, var_names=None) -> xr.Datase
 
 
 ATOM_RTOL = 1e-9
-"""Log ratios within this (relative, at least absolute) distance of the largest count as equal to it:
-the same value computed along different paths differs in the last bits, and such values give
-weights equal to 1e-9."""
+"""Log ratios closer than this (relative, at least absolute) count as one value: the same quantity
+computed along different paths differs in the last bits, and such values give weights equal to 1e-9."""
+
+MIN_TAIL = 5
+"""Fewest distinct values a Pareto tail is fitted to, and fewest draws an atom of a discrete tail
+must hold to be judged reliable (ArviZ's minimum tail size)."""
 
 
 def _tail_length(n_samples: int, reff: float, arviz_major: int) -> int:
     """The number of largest importance ratios PSIS fits a Pareto tail to (Vehtari et al. 2024:
     min(S / 5, 3 sqrt(S / r_eff))), as the installed ArviZ computes it."""
     if arviz_major >= 1:
-        return int(math.floor(3 * math.sqrt(n_samples / reff)) if n_samples * reff > 225 else math.floor(n_samples / 5))
-    return int(math.ceil(min(0.2 * n_samples, 3 * math.sqrt(n_samples / reff))))
+        m = math.floor(3 * math.sqrt(n_samples / reff)) if n_samples * reff > 225 else math.floor(n_samples / 5)
+    else:
+        m = math.ceil(min(0.2 * n_samples, 3 * math.sqrt(n_samples / reff)))
+    return int(min(max(m, 1), n_samples - 1))
 
 
-def _atom_tail(log_ratios: np.ndarray, tail: int) -> np.ndarray:
-    """(items,) bool: the ``tail`` largest of each row of ``log_ratios`` (items, draws) are one value
-    (up to :data:`ATOM_RTOL`), i.e. the largest importance ratio is held by at least ``tail`` draws."""
-    tail = max(1, min(tail, log_ratios.shape[1]))
-    top = np.sort(log_ratios, axis=1)[:, -tail:]
-    hi, lo = top[:, -1], top[:, 0]
-    return (hi - lo) <= ATOM_RTOL * np.maximum(1.0, np.abs(hi))
+def _close(a, b):
+    return np.abs(a - b) <= ATOM_RTOL * np.maximum(1.0, np.abs(b))
+
+
+def _discrete_tails(log_ratios: np.ndarray, tail: int):
+    """For each row of ``log_ratios`` (items, draws): whether its PSIS tail (the ``tail`` largest
+    values) is discrete, i.e. the values above the cutoff (the (tail + 1)-th largest) take fewer
+    than :data:`MIN_TAIL` distinct values, and then its k: 0 if each of those values is held by at
+    least MIN_TAIL draws (or there are none: the whole tail is one value), else inf."""
+    n_items, n = log_ratios.shape
+    srt = np.sort(log_ratios, axis=1)
+    discrete = np.zeros(n_items, bool)
+    khat = np.full(n_items, np.nan)
+    for j in range(n_items):
+        top, cutoff = srt[j, n - tail:], srt[j, n - tail - 1]
+        above = top[~_close(top, cutoff) & (top > cutoff)]
+        if above.size == 0:
+            discrete[j], khat[j] = True, 0.0
+            continue
+        starts = np.flatnonzero(np.r_[True, ~_close(above[1:], above[:-1])])
+        if starts.size < MIN_TAIL:
+            counts = np.diff(np.r_[starts, above.size])
+            discrete[j], khat[j] = True, (0.0 if counts.min() >= MIN_TAIL else math.inf)
+    return discrete, khat
 
 
 def _reff(az, result, n_samples: int) -> float:
@@ -217,17 +239,21 @@ def _reff(az, result, n_samples: int) -> float:
 
 
 def loo(result, var_name: str | None = None, *, reff: float | None = None, pointwise: bool = True):
-    """PSIS-LOO of a fitted clustering model: ``az.loo`` with items whose Pareto tail is one value
-    handled exactly. Returns ArviZ's own ELPD object (``az.compare`` takes a dict of them).
+    """PSIS-LOO of a fitted clustering model: ``az.loo`` with discrete Pareto tails handled exactly.
+    Returns ArviZ's own ELPD object (``az.compare`` takes a dict of them).
 
     With fixed hyperparameters the posterior is discrete, so an item's pointwise value l_i (see
-    :func:`pointwise_log_likelihood`) takes finitely many values, and the largest importance ratio
-    exp(-l_i) is often held by more draws than PSIS's tail (min(S/5, 3 sqrt(S/r_eff)) draws). Such a
-    tail is a single value: there is nothing to smooth, the weights are bounded (none above 1/tail
-    of the total), and the plain importance-sampling estimate is the PSIS one. ArviZ 1.x refuses to
-    fit it ("All tail values are the same", or k = NaN when the values differ in the last bits) and
-    ArviZ 0.x reports k = inf. For those items this function uses the raw weights and reports
-    k = 0; a constant l_i gives elpd_i = l_i exactly. Every other item is ArviZ's PSIS unchanged.
+    :func:`pointwise_log_likelihood`) takes finitely many values, and the largest importance ratios
+    exp(-l_i) (PSIS's tail: the largest min(S/5, 3 sqrt(S/r_eff)) of S draws) are often one value or
+    a few values repeated. There is no continuous tail to fit a Pareto distribution to (ArviZ 1.x
+    stops with "All tail values are the same" or gives k = NaN; ArviZ 0.x gives k = inf or fits
+    the repeated values), and nothing to smooth: the weights are bounded, and plain importance
+    sampling is the estimate (a constant l_i gives exactly l_i). For such an item -- fewer than 5
+    distinct values above the tail's cutoff -- this function uses the raw weights and reports k = 0
+    when each of those values is held by at least 5 draws (the whole tail one value included),
+    else k = inf (too few draws to judge). Every other item gets ArviZ's PSIS unchanged (on
+    ArviZ 1.x, an item whose fit still gives NaN gets the k of its values strictly above the cutoff,
+    as ArviZ 0.x computes it).
 
     ``result``: InferenceData or DataTree with a ``log_likelihood`` group (``pm.compute_log_likelihood``).
     ``var_name``: the log-likelihood variable (needed when there are several). ``reff``: relative
@@ -249,12 +275,14 @@ def loo(result, var_name: str | None = None, *, reff: float | None = None, point
     elif var_name not in ll_ds.data_vars:
         raise ValueError(f"pmp.loo: no variable {var_name!r} in the log_likelihood group ({sorted(ll_ds.data_vars)})")
     ll = ll_ds[var_name]
-    if ll.dims[:2] != ("chain", "draw") and not {"chain", "draw"} <= set(ll.dims):
+    if not {"chain", "draw"} <= set(ll.dims):
         raise ValueError(f"pmp.loo: {var_name!r} needs dims chain and draw, has {ll.dims}")
     obs_dims = [d for d in ll.dims if d not in ("chain", "draw")]
     ll = ll.transpose("chain", "draw", *obs_dims)
     values = np.asarray(ll.values, np.float64)
     n_samples = values.shape[0] * values.shape[1]
+    if n_samples < 2 * MIN_TAIL:
+        raise ValueError(f"pmp.loo: {n_samples} draws are too few for PSIS")
     flat = values.reshape(n_samples, -1).T  # (items, draws)
     if not np.all(np.isfinite(flat)):
         raise ValueError(f"pmp.loo: {var_name!r} has non-finite pointwise values")
@@ -264,23 +292,54 @@ def loo(result, var_name: str | None = None, *, reff: float | None = None, point
     if not (math.isfinite(reff) and reff > 0):
         raise ValueError(f"pmp.loo: reff must be a positive number, got {reff}")
     major = int(az.__version__.split(".", 1)[0])
-    atom = _atom_tail(-flat, _tail_length(n_samples, reff, major))
+    tail = _tail_length(n_samples, reff, major)
+    discrete, khat = _discrete_tails(-flat, tail)
     if major >= 1:
-        return _loo_arviz1(az, result, ll, flat, atom, var_name, reff, pointwise)
-    return _loo_arviz0(az, result, ll, flat, atom, var_name, reff, pointwise)
+        return _loo_arviz1(az, result, ll, flat, discrete, khat, tail, var_name, reff, pointwise)
+    return _loo_arviz0(az, result, ll, flat, discrete, khat, var_name, reff, pointwise)
+
+
+def _khat_above_cutoff(log_ratios, tail: int) -> float:
+    """Pareto k of the log ratios strictly above the tail's cutoff (the (tail + 1)-th largest), as
+    ArviZ 0.x fits them; inf if fewer than :data:`MIN_TAIL`. ArviZ 1.x fits every tail draw,
+    including ties with the cutoff, which can make its fit NaN."""
+    x = np.sort(log_ratios - log_ratios.max())
+    cutoff = x[x.size - tail - 1]
+    above = x[(x > cutoff) & ~_close(x, cutoff)]
+    fit = _arviz_gpdfit()
+    if above.size < MIN_TAIL or fit is None:
+        return math.inf
+    khat = fit(np.exp(above) - math.exp(cutoff))[0]
+    return float(khat) if np.isfinite(khat) else math.inf
+
+
+def _arviz_gpdfit():
+    """ArviZ's generalised Pareto fit (Zhang and Stephens with ArviZ's weak prior on k), or None."""
+    try:
+        from arviz_stats.base.diagnostics import _DiagnosticsBase  # noqa: PLC0415
+
+        return _DiagnosticsBase._gpdfit
+    except (ImportError, AttributeError):
+        pass
+    try:
+        from arviz.stats.stats import _gpdfit  # noqa: PLC0415
+
+        return _gpdfit
+    except ImportError:
+        return None
 
 
 def _raw_log_weights(log_ratios):
+    """Normalised log importance weights without smoothing (rows: items)."""
     top = log_ratios.max(axis=-1, keepdims=True)
     return log_ratios - (top + np.log(np.exp(log_ratios - top).sum(axis=-1, keepdims=True)))
 
 
-def _loo_arviz1(az, result, ll, flat, atom, var_name, reff, pointwise):
-    n_items = flat.shape[0]
+def _loo_arviz1(az, result, ll, flat, discrete, khat, tail, var_name, reff, pointwise):
     lw = np.empty_like(flat)
-    k = np.zeros(n_items)
-    lw[atom] = _raw_log_weights(-flat[atom])
-    rest = np.flatnonzero(~atom)
+    k = khat.copy()
+    lw[discrete] = _raw_log_weights(-flat[discrete])
+    rest = np.flatnonzero(~discrete)
     shape = ll.shape
 
     def psis(rows):
@@ -291,36 +350,37 @@ def _loo_arviz1(az, result, ll, flat, atom, var_name, reff, pointwise):
     if rest.size:
         try:
             lw[rest], k[rest] = psis(rest)
-        except ValueError:  # a tail ArviZ finds constant that the check above did not: item by item
+        except ValueError:  # a tail ArviZ cannot fit that the check above let through: item by item
             for j in rest:
                 try:
                     w, kk = psis(np.array([j]))
                     lw[j], k[j] = w[0], kk[0]
                 except ValueError:
-                    lw[j], k[j] = _raw_log_weights(-flat[j]), 0.0
-    obs_shape = shape[2:]
+                    lw[j], k[j] = _raw_log_weights(-flat[j]), math.nan
+    for j in rest[np.isnan(k[rest])]:  # ArviZ's fit failed (it then does not smooth)
+        lw[j] = _raw_log_weights(-flat[j])
+        k[j] = _khat_above_cutoff(-flat[j], tail)
     log_weights = ll.copy(data=lw.T.reshape(shape))
-    pareto_k = ll.isel(chain=0, draw=0, drop=True).copy(data=k.reshape(obs_shape))
+    pareto_k = ll.isel(chain=0, draw=0, drop=True).copy(data=k.reshape(shape[2:]))
     return az.loo(result, pointwise=pointwise, var_name=var_name, reff=reff, log_weights=log_weights,
                   pareto_k=pareto_k)
 
 
-def _loo_arviz0(az, result, ll, flat, atom, var_name, reff, pointwise):
+def _loo_arviz0(az, result, ll, flat, discrete, khat, var_name, reff, pointwise):
     import warnings  # noqa: PLC0415
 
     with warnings.catch_warnings():
-        if atom.any():  # ArviZ 0.x warns about the k = inf it gives these items; replaced below
+        if discrete.any():  # ArviZ 0.x may warn about the k it gives these items; replaced below
             warnings.filterwarnings("ignore", message="Estimated shape parameter of Pareto")
         out = az.loo(result, pointwise=True, var_name=var_name, reff=reff, scale="log")
-    if atom.any():
+    if discrete.any():
         loo_i, k = out["loo_i"], out["pareto_k"]  # obs dims in ll's order (ArviZ stacks the sample dims last)
         li, ki = np.array(loo_i.values, np.float64).reshape(-1), np.array(k.values, np.float64).reshape(-1)
-        lw = _raw_log_weights(-flat[atom])
-        top = (lw + flat[atom]).max(axis=1, keepdims=True)
-        new = (top + np.log(np.exp(lw + flat[atom] - top).sum(axis=1, keepdims=True)))[:, 0]
+        terms = _raw_log_weights(-flat[discrete]) + flat[discrete]
+        top = terms.max(axis=1, keepdims=True)
         old_sum = float(li.sum())
-        li[atom] = new
-        ki[atom] = 0.0
+        li[discrete] = (top + np.log(np.exp(terms - top).sum(axis=1, keepdims=True)))[:, 0]
+        ki[discrete] = khat[discrete]
         out["loo_i"], out["pareto_k"] = loo_i.copy(data=li.reshape(loo_i.shape)), k.copy(data=ki.reshape(k.shape))
         out["elpd_loo"] = float(li.sum())
         out["p_loo"] = float(out["p_loo"] + old_sum - li.sum())
