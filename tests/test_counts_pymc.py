@@ -251,6 +251,20 @@ def test_set_data_with_bad_counts_is_refused_by_the_step():
             pm.sample(draws=5, tune=0, chains=1, progressbar=False, compute_convergence_checks=False)
 
 
+def test_set_data_with_bad_categories_is_refused_by_the_step():
+    cats, n_cat = categories(6)
+    with pm.Model() as model:
+        data = pm.Data("data", cats)
+        z = pmp.Partition("z", pmp.CRP(1.0), n=6)
+        pmp.DirichletCategorical("c", partition=z, n_categories=n_cat, observed=data)
+        pm.sample(draws=5, tune=0, chains=1, progressbar=False, compute_convergence_checks=False)
+        for bad in (cats + [[0, 1]], cats - 1):
+            pm.set_data({"data": bad})
+            assert model.compile_logp()(model.initial_point()) == -np.inf
+            with pytest.raises(ValueError, match="'c'.*out of range"):
+                pm.sample(draws=5, tune=0, chains=1, progressbar=False, compute_convergence_checks=False)
+
+
 def test_prior_and_posterior_predictive_draws():
     n = 5
     cats, n_cat = categories(n)

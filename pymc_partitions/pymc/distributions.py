@@ -929,6 +929,18 @@ class DirichletCategoricalRV(CollapsedLikelihoodRV):
         _check_forward_draw(self, labels)
         return draws.draw_dirichlet_categorical(labels, a, n_categories, rng).astype(np.int64)
 
+    def check_observed(self, rv, value, n, dim):
+        """As for every family, and the categories (integers in 0..C_d - 1), so that new data given
+        by ``pm.set_data`` are refused naming the likelihood."""
+        value = super().check_observed(rv, value, n, dim)
+        n_cat = constant_value(rv.owner.inputs[-1])
+        if n_cat is not None:
+            n_cat = np.asarray(n_cat, np.int64).reshape(-1)
+            if not np.all(value == np.floor(value)) or np.any(value < 0) or np.any(value >= n_cat[None, :]):
+                raise ValueError(f"{rv.name!r}: observed categories must be integers in 0..C_d - 1 with "
+                                 f"C = {n_cat.tolist()} (categories out of range)")
+        return value
+
     def kernel_part(self, data, a, n_categories):
         n_cat = np.asarray(n_categories, np.int64)
         return (kernels.DIRICHLET_CATEGORICAL, kernels.dirichlet_categorical_data(data, n_cat),
