@@ -324,3 +324,21 @@ def test_loo_refuses_bad_arguments():
         pmp.loo(new_result({"posterior": post, "log_likelihood": bad}), var_name="y")
     with pytest.raises(ValueError, match="reff"):
         pmp.loo(new_result({"posterior": post, "log_likelihood": ll}), var_name="y", reff=-1.0)
+
+
+def test_loo_with_two_observation_dims_places_discrete_items_right():
+    rng = np.random.default_rng(0)
+    vals = rng.normal(-1.0, 0.3, size=(2, 300, 2, 3))
+    vals[..., 1, 2] = -0.7
+    vals[..., 0, 1] = -2.0
+    vals[:, ::7, 0, 1] = -2.5
+    post = xr.Dataset({"mu": (("chain", "draw"), rng.normal(size=(2, 300)))})
+    ll = xr.Dataset({"y": (("chain", "draw", "a", "b"), vals)})
+    res = pmp.loo(new_result({"posterior": post, "log_likelihood": ll}), reff=1.0)
+    elpd_i, k = _elpd_i(res), _khat(res)
+    assert elpd_i.shape == (2, 3)
+    plain = -logsumexp(-vals.reshape(600, 2, 3), axis=0, b=1 / 600)
+    assert elpd_i[1, 2] == pytest.approx(-0.7, abs=1e-12)
+    assert elpd_i[0, 1] == pytest.approx(plain[0, 1], rel=1e-12)
+    assert k[1, 2] == 0.0 and k[0, 1] == 0.0
+    assert np.all(k[[0, 0, 1, 1], [0, 2, 0, 1]] > 0)  # continuous items: ArviZ's fitted k
