@@ -324,6 +324,9 @@ def test_loo_refuses_bad_arguments():
         pmp.loo(new_result({"posterior": post, "log_likelihood": bad}), var_name="y")
     with pytest.raises(ValueError, match="reff"):
         pmp.loo(new_result({"posterior": post, "log_likelihood": ll}), var_name="y", reff=-1.0)
+    few = xr.Dataset({"y": (("chain", "draw", "i"), np.zeros((1, 8, 3)))})
+    with pytest.raises(ValueError, match="too few"):
+        pmp.loo(new_result({"posterior": post.isel(draw=slice(0, 8)), "log_likelihood": few}))
 
 
 def test_loo_with_two_observation_dims_places_discrete_items_right():
