@@ -230,12 +230,15 @@ def _discrete_tails(log_ratios: np.ndarray, tail: int):
 
 def _reff(az, result, n_samples: int) -> float:
     """ArviZ's default relative efficiency: the mean ESS ("mean" method) of the posterior's variables
-    over the number of draws, 1 with one chain (as ``az.loo`` computes it on both ArviZ lines)."""
+    over the number of draws, 1 with one chain (as ``az.loo`` computes it on both ArviZ lines), but
+    leaving out any undefined (NaN) ESS, which would make ArviZ's mean NaN; 1 if none is defined."""
     post = posterior_dataset(result)
     if post.sizes["chain"] == 1:
         return 1.0
     ess = az.ess(post, method="mean")
-    return float(np.hstack([np.ravel(ess[v].values) for v in ess.data_vars]).mean() / n_samples)
+    values = np.hstack([np.ravel(np.asarray(ess[v].values, np.float64)) for v in ess.data_vars])
+    values = values[np.isfinite(values)]
+    return float(values.mean() / n_samples) if values.size else 1.0
 
 
 def loo(result, var_name: str | None = None, *, reff: float | None = None, pointwise: bool = True):
