@@ -4,7 +4,8 @@ Partition priors (:class:`CRP`, :class:`PitmanYor`, :class:`FiniteDirichlet`), t
 :class:`Partition` random variable, collapsed conjugate likelihoods (:class:`NormalNormal`,
 :class:`NormalInverseWishart`, :class:`BetaBernoulli`, :class:`GammaPoisson` for counts,
 :class:`DirichletCategorical` for categorical variables; a pointwise log-likelihood for
-``az.loo``: :func:`pointwise_log_likelihood`, also filled in by ``pm.compute_log_likelihood``)
+``az.loo``: :func:`pointwise_log_likelihood`, also filled in by ``pm.compute_log_likelihood``;
+:func:`loo`, ``az.loo`` with items whose Pareto tail is a single value handled exactly)
 and step methods for ``pm.sample``
 (:class:`CollapsedGibbs`, assigned automatically; the split-merge moves :class:`PGSM`,
 :class:`SAMS` and :class:`SplitMerge` (Jain-Neal) and the population step :class:`ARM` (adaptive
@@ -30,7 +31,7 @@ from .priors import CRP, FiniteDirichlet, PitmanYor
 from .pymc.compat import add_groups, load, posterior_dataset, save
 from .pymc.distributions import BetaBernoulli, BetaBernoulliNetwork, NormalInverseWishart, NormalNormal, Partition
 from .pymc.distributions import DirichletCategorical, GammaPoisson
-from .pymc.loo import pointwise_log_likelihood
+from .pymc.loo import loo, pointwise_log_likelihood
 from . import h
 from .coupling.unbiased import suggest_k_m
 from .pymc.steps import PGSM, SAMS, CollapsedGibbs, EscobarWest, PriorSlice, SplitMerge, register as _register
@@ -57,6 +58,7 @@ __all__ = [
     "BetaBernoulliNetwork",
     "GammaPoisson",
     "pointwise_log_likelihood",
+    "loo",
     "DirichletCategorical",
     "CollapsedGibbs",
     "PGSM",

@@ -205,9 +205,12 @@ def test_coupled_gibbs_chains(prior_name, family, coupling):
     coupled_gibbs_tests.test_coupled_chains_keep_the_exact_posterior(coupling, prior_name, family)
 
 
-def test_coupled_gibbs_pgsm_chains():
-    coupled_pgsm_tests.test_each_coupled_chain_keeps_the_exact_posterior(
-        "pitman_yor", "gp", "ot", dict(moves=2, num_particles=5))
+@pytest.mark.parametrize("prior_name,family,coupling,pgsm", [
+    ("pitman_yor", "gp", "ot", dict(moves=2, num_particles=5)),
+    ("crp", "dc", "maximal", dict(moves=2, num_particles=5, num_anchors=3, annealed=False)),
+])
+def test_coupled_gibbs_pgsm_chains(prior_name, family, coupling, pgsm):
+    coupled_pgsm_tests.test_each_coupled_chain_keeps_the_exact_posterior(prior_name, family, coupling, pgsm)
 
 
 @pytest.mark.parametrize("coupling,prior_name,family", [("ot", "crp", "gp"), ("maximal", "pitman_yor", "dc")])

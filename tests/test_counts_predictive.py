@@ -117,3 +117,45 @@ def test_bad_hyperparameters_and_points_are_refused():
     for bad in ([[0, 2]], [[3, 0]], [[-1, 0]], [[0.5, 0]]):
         with pytest.raises(ValueError, match="points"):
             fam.log_predictive(post, np.array(bad, float))
+
+
+# ---- through the PyMC layer: pmp.predictive_density / pmp.join_probabilities against enumeration
+
+@pytest.mark.parametrize("prior_name", ["crp", "py", "fd"])
+@pytest.mark.parametrize("family", ["gp", "dc", "both"])
+def test_predictive_density_and_join_probabilities_are_the_enumerated_ones(family, prior_name):
+    """Exact posterior weights over every partition of n = 6 items: the predictive probability of a
+    new item's counts / categories and its join probabilities equal those of all partitions of
+    n + 1 items (to 1e-10)."""
+    import pymc as pm  # noqa: PLC0415
+
+    import pymc_partitions as pmp  # noqa: PLC0415
+    from models import categories, counts  # noqa: PLC0415
+    from test_predictive import PRIORS, Exact, draws_result  # noqa: PLC0415
+
+    prior, n = PRIORS[prior_name], 6
+    cats, n_cat = categories(n)
+    with pm.Model() as model:
+        z = pmp.Partition("z", prior, n=n)
+        if family in ("gp", "both"):
+            pmp.GammaPoisson("y", partition=z, alpha=[2.0, 0.5], beta=[0.5, 1.5], observed=counts(n))
+        if family in ("dc", "both"):
+            pmp.DirichletCategorical("c", partition=z, a=[[0.5, 1.0, 2.0], [1.0, 0.3, 1.0]], n_categories=n_cat,
+                                     observed=cats)
+    exact = Exact(model, prior.log_eppf)
+    parts, lj = exact.posterior()
+    new_y = np.array([[0.0, 2.0], [7.0, 1.0], [3.0, 0.0]])
+    new_c = np.array([[2, 0], [0, 1], [1, 1]], float)
+    x, per_point = {}, [[] for _ in range(3)]
+    for name, pts in [("y", new_y), ("c", new_c)]:
+        if name in model.named_vars:
+            x[name] = pts
+            for j in range(3):
+                per_point[j].append(pts[j])
+    got = pmp.predictive_density(draws_result(parts), x, model, weights=np.exp(lj - lj.max())[None])
+    want = np.exp([exact.log_predictive(p) for p in per_point])
+    np.testing.assert_allclose(got["density"].values, want, rtol=1e-10)
+    clustering = np.array([4, 4, 1, 4, 1, 7])
+    join = pmp.join_probabilities(clustering, x, model)
+    want = np.array([exact.join(np.array([0, 0, 1, 0, 1, 2]), p) for p in per_point])
+    np.testing.assert_allclose(join.values, want, rtol=1e-10, atol=1e-300)

@@ -103,6 +103,36 @@ def test_random_likelihood_hyperparameter_matches_enumeration():
     check_against(parts, exact, zs, [lj, k, posterior_dataset(idata)["beta"].values.ravel()], wrong=wrong)
 
 
+def test_random_dirichlet_concentration_matches_enumeration():
+    """a ~ Gamma(2, 2) (a scalar concentration, sampled by NUTS) with the partition by Gibbs: the
+    partition's marginal is the enumerated posterior with a integrated out numerically; a read at a
+    wrong value (a = 0.2) is rejected (a fixed at its prior mean is too close to tell at n = 5)."""
+    n, prior = 5, pmp.CRP(1.0)
+    cats, n_cat = categories(n)
+    with pm.Model() as model:
+        a = pm.Gamma("a", 2.0, 2.0)
+        z = pmp.Partition("z", prior, n=n)
+        pmp.DirichletCategorical("c", partition=z, a=a, n_categories=n_cat, observed=cats)
+        idata = pm.sample(draws=6000, random_seed=4, **SAMPLE)
+    terms = PartitionTerms(model, model["z"])
+    point = model.initial_point()
+
+    def like(p, a):
+        point["a_log__"] = np.log(a)
+        params, pack = terms.kernel_inputs(point)
+        return log_joint(p, pack, terms.prior_code, params) - prior.log_eppf(p)
+
+    def marginal(p):
+        val, _ = integrate.quad(lambda a: np.exp(like(p, a)) * stats.gamma.pdf(a, 2.0, scale=0.5), 0, np.inf,
+                                epsrel=1e-10, limit=200)
+        return np.log(val) + prior.log_eppf(p)
+
+    parts, exact = exact_posterior(n, marginal)
+    _, wrong = exact_posterior(n, lambda p: like(p, 0.2) + prior.log_eppf(p))
+    zs, lj, k = samples_of(idata)
+    check_against(parts, exact, zs, [lj, k, posterior_dataset(idata)["a"].values.ravel()], wrong=wrong)
+
+
 @pytest.mark.parametrize("family", ["gp", "dc", "both"])
 def test_pymc_logp_equals_kernel_log_joint(family):
     rng = np.random.default_rng(3)
@@ -164,6 +194,49 @@ def test_bad_arguments_and_data_are_refused_by_name():
                                  observed=cats)
 
 
+def test_hostile_data_and_hyperparameters():
+    """Values numpy would silently convert or drop are refused by name: infinite, complex, strings,
+    masked (missing) entries, no columns, booleans as hyperparameters, category numbers whose one-hot
+    form would not fit in memory. Boolean data are 0/1 and give the same model as integers."""
+    y = counts(6)
+    cats, n_cat = categories(6)
+    with pm.Model():
+        z = pmp.Partition("z", pmp.CRP(1.0), n=6)
+        for bad, err, match in [(np.where(y > 2, np.inf, y), ValueError, "'y'.*infinite"),
+                                (np.where(y > 2, -np.inf, y), ValueError, "'y'.*infinite"),
+                                (y.astype(complex), TypeError, "'y'.*real numbers"),
+                                (y.astype(str), TypeError, "'y'.*numeric"),
+                                (np.array([[1, "2"]] * 6, dtype=object), TypeError, "'y'.*numeric"),
+                                (np.ma.masked_array(y, mask=y > 2), ValueError, "'y'.*masked"),
+                                (y[:, :0], ValueError, "'y'.*no columns")]:
+            with pytest.raises(err, match=match):
+                pmp.GammaPoisson("y", partition=z, observed=bad)
+        for kw, err, match in [(dict(alpha=True), TypeError, "alpha.*boolean"), (dict(beta="2"), TypeError, "beta"),
+                               (dict(alpha=1 + 1j), TypeError, "alpha.*real")]:
+            with pytest.raises(err, match=match):
+                pmp.GammaPoisson("y", partition=z, observed=y, **kw)
+        for bad, err, match in [(np.where(cats > 1, np.inf, cats), ValueError, "'c'.*infinite"),
+                                (cats.astype(complex), TypeError, "'c'.*real numbers"),
+                                (np.ma.masked_array(cats, mask=cats > 1), ValueError, "'c'.*masked"),
+                                (cats[:, :0], ValueError, "'c'.*no columns"),
+                                (cats * 10**12, ValueError, "'c'.*one-hot")]:
+            with pytest.raises(err, match=match):
+                pmp.DirichletCategorical("c", partition=z, observed=bad)
+        with pytest.raises(ValueError, match="'c'.*one-hot"):
+            pmp.DirichletCategorical("c", partition=z, n_categories=10**9, observed=cats)
+        with pytest.raises(TypeError, match="'c'.*a must be a number"):
+            pmp.DirichletCategorical("c", partition=z, a=True, n_categories=n_cat, observed=cats)
+        pmp.GammaPoisson("unmasked", partition=z, observed=np.ma.masked_array(y))  # nothing masked: fine
+    logps = []
+    for data in (y > 1, (y > 1).astype(int)):
+        with pm.Model() as model:
+            z = pmp.Partition("z", pmp.CRP(1.0), n=6)
+            pmp.GammaPoisson("y", partition=z, observed=data)
+            pmp.DirichletCategorical("c", partition=z, observed=data)
+        logps.append(model.compile_logp()({"z": np.array([0, 0, 1, 1, 2, 0])}))
+    assert np.isfinite(logps[0]) and logps[0] == pytest.approx(logps[1], rel=1e-12)
+
+
 def test_set_data_with_bad_counts_is_refused_by_the_step():
     y = counts(6)
     with pm.Model() as model:
@@ -176,6 +249,20 @@ def test_set_data_with_bad_counts_is_refused_by_the_step():
         assert model.compile_logp()(model.initial_point()) == -np.inf
         with pytest.raises(ValueError, match="'y'.*non-negative integers"):
             pm.sample(draws=5, tune=0, chains=1, progressbar=False, compute_convergence_checks=False)
+
+
+def test_set_data_with_bad_categories_is_refused_by_the_step():
+    cats, n_cat = categories(6)
+    with pm.Model() as model:
+        data = pm.Data("data", cats)
+        z = pmp.Partition("z", pmp.CRP(1.0), n=6)
+        pmp.DirichletCategorical("c", partition=z, n_categories=n_cat, observed=data)
+        pm.sample(draws=5, tune=0, chains=1, progressbar=False, compute_convergence_checks=False)
+        for bad in (cats + [[0, 1]], cats - 1):
+            pm.set_data({"data": bad})
+            assert model.compile_logp()(model.initial_point()) == -np.inf
+            with pytest.raises(ValueError, match="'c'.*out of range"):
+                pm.sample(draws=5, tune=0, chains=1, progressbar=False, compute_convergence_checks=False)
 
 
 def test_prior_and_posterior_predictive_draws():

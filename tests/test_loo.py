@@ -176,3 +176,172 @@ def test_pointwise_log_likelihood_refuses_bad_arguments_and_partition_only_model
         out = pm.compute_log_likelihood(draws, extend_inferencedata=False, progressbar=False)
     np.testing.assert_allclose(out["w"].values[0, :, 0], [-0.5 * np.log(2 * np.pi), -0.5 * np.log(2 * np.pi) - 0.5])
     assert other.rvs_to_initial_values[other["z"]] is not None  # the starting value is put back
+
+
+# ---- pmp.loo: items whose PSIS tail is one value (discrete posteriors, fixed hyperparameters) ----
+
+SEPARATED = np.array([-10.0, -10.2, -9.9, 10.0, 10.3, 9.8])
+
+
+def _separated_model(n=6, drop=None):
+    """Two far-apart groups, fixed hyperparameters: the posterior is nearly one partition, so most
+    items' l_i take one value in nearly every draw (ArviZ 1.x: "All tail values are the same")."""
+    y = SEPARATED[:n] if drop is None else np.delete(SEPARATED[:n + 1], drop)
+    with pm.Model() as model:
+        z = pmp.Partition("z", pmp.CRP(5.0), n=len(y))
+        pmp.NormalNormal("y", partition=z, mu0=0.0, sigma0=10.0, sigma=0.3, observed=y)
+    return model
+
+
+def _enumerated(model):
+    terms = PartitionTerms(model, "z")
+    params, pack = terms.kernel_inputs(model.initial_point())
+    parts = enumerate_partitions(terms.n)
+    return parts, np.array([log_joint(p, pack, terms.prior_code, params) for p in parts])
+
+
+def _v1(res):
+    """ArviZ 1.x's ELPDData (attributes) rather than 0.x's (a pandas Series)."""
+    return not hasattr(res, "index")
+
+
+def _elpd(res):
+    return float(res.elpd) if _v1(res) else float(res["elpd_loo"])
+
+
+def _elpd_i(res):
+    return np.asarray((res.elpd_i if _v1(res) else res["loo_i"]).values, float)
+
+
+def _khat(res):
+    return np.asarray((res.pareto_k if _v1(res) else res["pareto_k"]).values, float)
+
+
+def _single_value_tails(log_ratios, reff):
+    """Items whose PSIS tail (as the installed ArviZ picks it), and the draw below it, are one value."""
+    import arviz as az  # noqa: PLC0415
+
+    from pymc_partitions.pymc.loo import _tail_length  # noqa: PLC0415
+
+    tail = _tail_length(log_ratios.shape[1], reff, int(az.__version__.split(".")[0]))
+    top = np.sort(log_ratios, axis=1)[:, -tail - 1:]
+    return np.abs(top[:, -1] - top[:, 0]) < 1e-12
+
+
+def test_loo_with_single_value_tails_matches_the_enumerated_elpd():
+    """Posterior draws taken exactly from the enumerated posterior (iid, two chains): pmp.loo
+    estimates each log p(y_i | y_{-i}) (p(y) / p(y_{-i}) by enumeration), although most items'
+    Pareto tails are a single value; the naive lppd (no leave-one-out) misses some item by more
+    than twice the tolerance."""
+    import warnings  # noqa: PLC0415
+
+    model = _separated_model()
+    parts, lj = _enumerated(model)
+    post = np.exp(lj - logsumexp(lj))
+    rng = np.random.default_rng(3)
+    pick = rng.choice(len(parts), size=(2, 2000), p=post)
+    draws = new_result({"posterior": xr.Dataset({"z": (("chain", "draw", "item"), parts[pick])})})
+    ll = pmp.pointwise_log_likelihood(draws, model)
+    draws = new_result({"posterior": posterior_dataset(draws), "log_likelihood": ll})
+    flat = ll["y"].values.reshape(-1, 6).T
+    single = _single_value_tails(-flat, 1.0)
+    assert single.sum() >= 3  # the case this test is about: ArviZ 1.x's az.loo refuses these items
+    res = pmp.loo(draws, reff=1.0)
+    log_py = logsumexp(lj)
+    exact = np.array([log_py - logsumexp(_enumerated(_separated_model(5, drop=i))[1]) for i in range(6)])
+    np.testing.assert_allclose(_elpd_i(res), exact, atol=0.004)
+    assert _elpd(res) == pytest.approx(exact.sum(), abs=0.01)
+    lppd = logsumexp(flat, axis=1, b=1.0 / flat.shape[1])
+    assert np.abs(lppd - exact).max() > 0.008  # a wrong (non-LOO) estimate fails the check above
+    k = _khat(res)
+    assert np.all(k[single] == 0.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import arviz as az  # noqa: PLC0415
+
+        table = az.compare({"a": res, "b": pmp.loo(draws, reff=1.0)})
+    assert len(table) == 2
+
+
+def test_loo_discrete_tails_are_plain_importance_sampling_and_other_items_arvizs_psis():
+    """Items with a discrete tail get the plain importance-sampling estimate -log mean exp(-l_i)
+    (a constant l_i: exactly l_i) and k = 0, or k = inf when a value above the tail's cutoff is
+    held by fewer than 5 draws; items with continuous values get exactly ArviZ's own PSIS."""
+    import arviz as az  # noqa: PLC0415
+
+    rng = np.random.default_rng(0)
+    vals = rng.normal(-1.0, 0.3, size=(2, 400, 6))
+    vals[..., 2] = -1.2345  # constant
+    vals[..., 3] = -1.0
+    vals[0, [5, 90, 300], 3] = -4.0  # three draws with a much larger ratio: too few to judge
+    vals[..., 4] = -1.0
+    vals[:, ::8, 4] = -1.5  # 100 draws at a larger ratio, two values above the cutoff region
+    vals[1, ::16, 4] = -1.5 + 1e-15  # the same value up to the last bits
+    post = xr.Dataset({"mu": (("chain", "draw"), rng.normal(size=(2, 400)))})
+    ll = xr.Dataset({"y": (("chain", "draw", "item"), vals)}, coords={"item": list("abcdef")})
+    res = pmp.loo(new_result({"posterior": post, "log_likelihood": ll}), reff=1.0)
+    plain = -logsumexp(-vals.reshape(800, 6), axis=0, b=1 / 800)
+    assert _elpd_i(res)[2] == pytest.approx(-1.2345, abs=1e-12)
+    np.testing.assert_allclose(_elpd_i(res)[2:5], plain[2:5], rtol=1e-12)
+    np.testing.assert_array_equal(_khat(res)[2:5], [0.0, np.inf, 0.0])
+    ll3 = ll.isel(item=[0, 1, 5])
+    ref = az.loo(new_result({"posterior": post, "log_likelihood": ll3}), reff=1.0, pointwise=True)
+    np.testing.assert_allclose(_elpd_i(res)[[0, 1, 5]], _elpd_i(ref), rtol=1e-12)
+    np.testing.assert_allclose(_khat(res)[[0, 1, 5]], _khat(ref), rtol=1e-12)
+    assert _elpd(res) == pytest.approx(_elpd(ref) + plain[2:5].sum(), rel=1e-12)
+    assert (res.warning if _v1(res) else res["warning"])  # the k = inf item
+    short = pmp.loo(new_result({"posterior": post, "log_likelihood": ll}), reff=1.0, pointwise=False)
+    assert _elpd(short) == pytest.approx(_elpd(res), rel=1e-12)
+    assert (short.elpd_i is None) if _v1(short) else ("loo_i" not in short.index)
+
+
+def test_loo_through_pm_sample_on_a_discrete_posterior():
+    """pm.sample + pm.compute_log_likelihood on the separated model (fixed hyperparameters): pmp.loo
+    works on both ArviZ lines and agrees with the enumerated elpd."""
+    model = _separated_model()
+    with model:
+        idata = pm.sample(draws=2000, tune=100, chains=2, cores=1, random_seed=1, progressbar=False,
+                          compute_convergence_checks=False)
+        pm.compute_log_likelihood(idata, progressbar=False)
+    res = pmp.loo(idata)
+    lj = _enumerated(model)[1]
+    exact = [logsumexp(lj) - logsumexp(_enumerated(_separated_model(5, drop=i))[1]) for i in range(6)]
+    np.testing.assert_allclose(_elpd_i(res), exact, atol=0.008)  # the lppd is off by 0.01 on item 3
+
+
+def test_loo_refuses_bad_arguments():
+    post = xr.Dataset({"mu": (("chain", "draw"), np.zeros((1, 50)))})
+    ll = xr.Dataset({"y": (("chain", "draw", "i"), np.zeros((1, 50, 3))), "w": (("chain", "draw"), np.zeros((1, 50)))})
+    with pytest.raises(ValueError, match="no log_likelihood group"):
+        pmp.loo(new_result({"posterior": post}))
+    with pytest.raises(ValueError, match="pass var_name"):
+        pmp.loo(new_result({"posterior": post, "log_likelihood": ll}))
+    with pytest.raises(ValueError, match="no variable 'q'"):
+        pmp.loo(new_result({"posterior": post, "log_likelihood": ll}), var_name="q")
+    bad = ll.copy(deep=True)
+    bad["y"][0, 3, 1] = np.nan
+    with pytest.raises(ValueError, match="non-finite"):
+        pmp.loo(new_result({"posterior": post, "log_likelihood": bad}), var_name="y")
+    with pytest.raises(ValueError, match="reff"):
+        pmp.loo(new_result({"posterior": post, "log_likelihood": ll}), var_name="y", reff=-1.0)
+    few = xr.Dataset({"y": (("chain", "draw", "i"), np.zeros((1, 8, 3)))})
+    with pytest.raises(ValueError, match="too few"):
+        pmp.loo(new_result({"posterior": post.isel(draw=slice(0, 8)), "log_likelihood": few}))
+
+
+def test_loo_with_two_observation_dims_places_discrete_items_right():
+    rng = np.random.default_rng(0)
+    vals = rng.normal(-1.0, 0.3, size=(2, 300, 2, 3))
+    vals[..., 1, 2] = -0.7
+    vals[..., 0, 1] = -2.0
+    vals[:, ::7, 0, 1] = -2.5
+    post = xr.Dataset({"mu": (("chain", "draw"), rng.normal(size=(2, 300)))})
+    ll = xr.Dataset({"y": (("chain", "draw", "a", "b"), vals)})
+    res = pmp.loo(new_result({"posterior": post, "log_likelihood": ll}), reff=1.0)
+    elpd_i, k = _elpd_i(res), _khat(res)
+    assert elpd_i.shape == (2, 3)
+    plain = -logsumexp(-vals.reshape(600, 2, 3), axis=0, b=1 / 600)
+    assert elpd_i[1, 2] == pytest.approx(-0.7, abs=1e-12)
+    assert elpd_i[0, 1] == pytest.approx(plain[0, 1], rel=1e-12)
+    assert k[1, 2] == 0.0 and k[0, 1] == 0.0
+    assert np.all(k[[0, 0, 1, 1], [0, 2, 0, 1]] > 0)  # continuous items: ArviZ's fitted k

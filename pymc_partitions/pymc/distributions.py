@@ -552,20 +552,45 @@ def _check_partition(name, partition):
     return partition_size(partition)
 
 
+def _real_array(name, what, value, *, allow_bool=False) -> np.ndarray:
+    """``value`` as a float64 array, refusing what numpy would silently convert or drop: complex
+    numbers (imaginary part), strings ("1.5"), masked entries (PyMC would impute them; a collapsed
+    likelihood cannot), and booleans unless ``allow_bool`` (data: False/True are 0/1)."""
+    if isinstance(value, np.ma.MaskedArray):
+        if np.ma.count_masked(value):
+            raise ValueError(f"{name!r}: {what} has {np.ma.count_masked(value)} masked (missing) entries; collapsed "
+                             "likelihoods do not impute missing data: leave those items out")
+        value = np.ma.getdata(value)
+    raw = np.asarray(value)
+    kind = raw.dtype.kind
+    if kind == "O":
+        flat = raw.reshape(-1)
+        if any(isinstance(v, (str, bytes, complex, np.complexfloating, bool, np.bool_)) for v in flat) and not (
+                allow_bool and all(isinstance(v, (bool, np.bool_)) for v in flat)):
+            kind = "invalid"
+    if kind == "b" and not allow_bool:
+        raise TypeError(f"{name!r}: {what} must be a number, not a boolean, got {value!r}")
+    if kind not in "biufO":
+        raise TypeError(f"{name!r}: {what} must be numeric (real numbers), got {raw.dtype} values")
+    try:
+        return np.asarray(raw, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name!r}: {what} must be numeric, got {type(value).__name__}") from None
+
+
 def check_data(name, value, n, *, binary=False, dim=None) -> np.ndarray:
     """Observed data of likelihood ``name`` as a float64 (n, D) array, or a clear error.
 
     The one check of data values: at model construction and whenever ``pm.set_data`` gives a
     likelihood new values (:class:`~pymc_partitions.pymc.terms.PartitionTerms` calls it again).
     """
-    try:
-        value = np.asarray(value, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise TypeError(f"{name!r}: observed must be numeric, got {type(value).__name__}") from None
+    value = _real_array(name, "observed", value, allow_bool=True)
     if value.ndim == 1:
         value = value[:, None]
     if value.ndim != 2:
         raise ValueError(f"{name!r}: observed must be 1-d or 2-d (n, D), got shape {value.shape}")
+    if value.shape[1] == 0:
+        raise ValueError(f"{name!r}: observed has no columns (shape {value.shape})")
     if value.shape[0] != n:
         raise ValueError(f"{name!r}: observed has {value.shape[0]} rows but the partition has n={n} items")
     if dim is not None and value.shape[1] != dim:
@@ -617,7 +642,7 @@ def _vector(name, arg, value, dim, *, positive=False):
     """Broadcast a hyperparameter to shape (dim,), validating numbers."""
     if isinstance(value, Variable):
         return pt.broadcast_to(pt.as_tensor_variable(value).astype("float64"), (dim,))
-    arr = np.asarray(value, dtype=np.float64)
+    arr = _real_array(name, arg, value)
     try:
         arr = np.broadcast_to(arr, (dim,)).copy()
     except ValueError:
@@ -630,7 +655,7 @@ def _vector(name, arg, value, dim, *, positive=False):
 def _scalar(name, arg, value, *, greater=None):
     if isinstance(value, Variable):
         return pt.as_tensor_variable(value).astype("float64")
-    arr = np.asarray(value, dtype=np.float64)
+    arr = _real_array(name, arg, value)
     if arr.ndim != 0 or not np.isfinite(arr) or (greater is not None and not arr > greater):
         raise ValueError(f"{name!r}: {arg} must be a finite scalar > {greater}, got {value!r}")
     return float(arr)
@@ -639,7 +664,7 @@ def _scalar(name, arg, value, *, greater=None):
 def _spd(name, arg, value, dim):
     if isinstance(value, Variable):
         return pt.as_tensor_variable(value).astype("float64")
-    arr = np.asarray(value, dtype=np.float64)
+    arr = _real_array(name, arg, value)
     if arr.ndim == 0:
         arr = float(arr) * np.eye(dim)
     if arr.shape != (dim, dim):
@@ -904,6 +929,18 @@ class DirichletCategoricalRV(CollapsedLikelihoodRV):
         _check_forward_draw(self, labels)
         return draws.draw_dirichlet_categorical(labels, a, n_categories, rng).astype(np.int64)
 
+    def check_observed(self, rv, value, n, dim):
+        """As for every family, and the categories (integers in 0..C_d - 1), so that new data given
+        by ``pm.set_data`` are refused naming the likelihood."""
+        value = super().check_observed(rv, value, n, dim)
+        n_cat = constant_value(rv.owner.inputs[-1])
+        if n_cat is not None:
+            n_cat = np.asarray(n_cat, np.int64).reshape(-1)
+            if not np.all(value == np.floor(value)) or np.any(value < 0) or np.any(value >= n_cat[None, :]):
+                raise ValueError(f"{rv.name!r}: observed categories must be integers in 0..C_d - 1 with "
+                                 f"C = {n_cat.tolist()} (categories out of range)")
+        return value
+
     def kernel_part(self, data, a, n_categories):
         n_cat = np.asarray(n_categories, np.int64)
         return (kernels.DIRICHLET_CATEGORICAL, kernels.dirichlet_categorical_data(data, n_cat),
@@ -979,7 +1016,7 @@ def _n_categories(name, n_categories, value):
     if n_categories is None:
         if not np.all((value >= 0) & (value == np.floor(value))):
             raise ValueError(f"{name!r}: observed categories must be non-negative integers")
-        return value.max(axis=0).astype(np.int64) + 1
+        return _one_hot_size(name, value, value.max(axis=0) + 1).astype(np.int64)
     arr = np.asarray(n_categories)
     if arr.dtype == object or arr.dtype.kind not in "iu" or arr.ndim > 1:
         raise TypeError(f"{name!r}: n_categories must be an integer or a length-D sequence of integers, "
@@ -991,7 +1028,21 @@ def _n_categories(name, n_categories, value):
                          f"{arr.shape}") from None
     if not np.all(arr >= 1):
         raise ValueError(f"{name!r}: n_categories must be at least 1, got {arr.tolist()}")
-    return arr
+    return _one_hot_size(name, value, arr)
+
+
+MAX_ONE_HOT = 2**28
+"""Largest n * (C_1 + ... + C_D) a DirichletCategorical accepts: the kernels hold the data one-hot
+(n rows of C_1 + ... + C_D floats, 2 GiB at this size) and each cluster's counts likewise."""
+
+
+def _one_hot_size(name, value, n_cat):
+    total = float(np.sum(n_cat)) * value.shape[0]
+    if total > MAX_ONE_HOT:
+        raise ValueError(f"{name!r}: {int(np.sum(n_cat))} categories in all (n_categories or the largest observed "
+                         f"category + 1) for n={value.shape[0]} items: the one-hot data would hold {total:.3g} "
+                         f"entries, more than {MAX_ONE_HOT} (2 GiB); recode the categories as 0..C-1")
+    return n_cat
 
 
 class DirichletCategorical(pm.Discrete):
@@ -1035,7 +1086,7 @@ class DirichletCategorical(pm.Discrete):
                 raise ValueError(f"{name!r}: a must be a scalar, a vector or a (D, C) matrix, got ndim {a_var.ndim}")
             a_hyper = pt.broadcast_to(a_var, (dim, c_max))
         else:
-            arr = np.asarray(a, dtype=np.float64)
+            arr = _real_array(name, "a", a)
             try:
                 arr = np.broadcast_to(arr, (dim, c_max)).copy()
             except ValueError:

@@ -50,10 +50,10 @@ import xarray as xr
 from ..families.kernels import FamilyPack, family_log_preds, pack_init, pack_update
 from ..priors import log_join_weight, log_new_weight
 from ..samplers.gibbs import _build
-from .compat import is_datatree, posterior_dataset
+from .compat import group_names, is_datatree, posterior_dataset
 from .distributions import CollapsedLikelihoodRV, is_partition
 
-__all__ = ["pointwise_log_likelihood", "install"]
+__all__ = ["pointwise_log_likelihood", "loo", "install"]
 
 
 @numba.njit(cache=True, error_model="numpy")
@@ -181,6 +181,220 @@ def pointwise_log_likelihood(result, model=None, *, var_names=None) -> xr.Datase
     ds.attrs["pointwise"] = ("collapsed likelihoods: log p(y_i | z, hyperparameters, y_-i), the leave-one-out "
                              "predictive of item i given the other items of its cluster")
     return ds
+
+
+ATOM_RTOL = 1e-9
+"""Log ratios closer than this (relative, at least absolute) count as one value: the same quantity
+computed along different paths differs in the last bits, and such values give weights equal to 1e-9."""
+
+MIN_TAIL = 5
+"""Fewest distinct values a Pareto tail is fitted to, and fewest draws an atom of a discrete tail
+must hold to be judged reliable (ArviZ's minimum tail size)."""
+
+
+def _tail_length(n_samples: int, reff: float, arviz_major: int) -> int:
+    """The number of largest importance ratios PSIS fits a Pareto tail to (Vehtari et al. 2024:
+    min(S / 5, 3 sqrt(S / r_eff))), as the installed ArviZ computes it."""
+    if arviz_major >= 1:
+        m = math.floor(3 * math.sqrt(n_samples / reff)) if n_samples * reff > 225 else math.floor(n_samples / 5)
+    else:
+        m = math.ceil(min(0.2 * n_samples, 3 * math.sqrt(n_samples / reff)))
+    return int(min(max(m, 1), n_samples - 1))
+
+
+def _close(a, b):
+    return np.abs(a - b) <= ATOM_RTOL * np.maximum(1.0, np.abs(b))
+
+
+def _discrete_tails(log_ratios: np.ndarray, tail: int):
+    """For each row of ``log_ratios`` (items, draws): whether its PSIS tail (the ``tail`` largest
+    values) is discrete, i.e. the values above the cutoff (the (tail + 1)-th largest) take fewer
+    than :data:`MIN_TAIL` distinct values, and then its k: 0 if each of those values is held by at
+    least MIN_TAIL draws (or there are none: the whole tail is one value), else inf."""
+    n_items, n = log_ratios.shape
+    srt = np.sort(log_ratios, axis=1)
+    discrete = np.zeros(n_items, bool)
+    khat = np.full(n_items, np.nan)
+    for j in range(n_items):
+        top, cutoff = srt[j, n - tail:], srt[j, n - tail - 1]
+        above = top[~_close(top, cutoff) & (top > cutoff)]
+        if above.size == 0:
+            discrete[j], khat[j] = True, 0.0
+            continue
+        starts = np.flatnonzero(np.r_[True, ~_close(above[1:], above[:-1])])
+        if starts.size < MIN_TAIL:
+            counts = np.diff(np.r_[starts, above.size])
+            discrete[j], khat[j] = True, (0.0 if counts.min() >= MIN_TAIL else math.inf)
+    return discrete, khat
+
+
+def _reff(az, result, n_samples: int) -> float:
+    """ArviZ's default relative efficiency: the mean ESS ("mean" method) of the posterior's variables
+    over the number of draws, 1 with one chain (as ``az.loo`` computes it on both ArviZ lines), but
+    leaving out any undefined (NaN) ESS, which would make ArviZ's mean NaN; 1 if none is defined."""
+    post = posterior_dataset(result)
+    if post.sizes["chain"] == 1:
+        return 1.0
+    ess = az.ess(post, method="mean")
+    values = np.hstack([np.ravel(np.asarray(ess[v].values, np.float64)) for v in ess.data_vars])
+    values = values[np.isfinite(values)]
+    return float(values.mean() / n_samples) if values.size else 1.0
+
+
+def loo(result, var_name: str | None = None, *, reff: float | None = None, pointwise: bool = True):
+    """PSIS-LOO of a fitted clustering model: ``az.loo`` with discrete Pareto tails handled exactly.
+    Returns ArviZ's own ELPD object (``az.compare`` takes a dict of them).
+
+    With fixed hyperparameters the posterior is discrete, so an item's pointwise value l_i (see
+    :func:`pointwise_log_likelihood`) takes finitely many values, and the largest importance ratios
+    exp(-l_i) (PSIS's tail: the largest min(S/5, 3 sqrt(S/r_eff)) of S draws) are often one value or
+    a few values repeated. There is no continuous tail to fit a Pareto distribution to (ArviZ 1.x
+    stops with "All tail values are the same" or gives k = NaN; ArviZ 0.x gives k = inf or fits
+    the repeated values), and nothing to smooth: the weights are bounded, and plain importance
+    sampling is the estimate (a constant l_i gives exactly l_i). For such an item -- fewer than 5
+    distinct values above the tail's cutoff -- this function uses the raw weights and reports k = 0
+    when each of those values is held by at least 5 draws (the whole tail one value included),
+    else k = inf (too few draws to judge). Every other item gets ArviZ's PSIS unchanged (on
+    ArviZ 1.x, an item whose fit still gives NaN gets the k of its values strictly above the cutoff,
+    as ArviZ 0.x computes it).
+
+    ``result``: InferenceData or DataTree with a ``log_likelihood`` group (``pm.compute_log_likelihood``).
+    ``var_name``: the log-likelihood variable (needed when there are several). ``reff``: relative
+    efficiency (default: ArviZ's, from the posterior's ESS). ``pointwise``: keep the pointwise
+    values (``az.compare`` on ArviZ 0.x needs them). Log scale only.
+    """
+    from .compat import _arviz  # noqa: PLC0415
+
+    az = _arviz()
+    if "log_likelihood" not in group_names(result):
+        raise ValueError("pmp.loo: the result has no log_likelihood group; call pm.compute_log_likelihood(idata) "
+                         "or sample with idata_kwargs={'log_likelihood': True}")
+    ll_ds = posterior_dataset(result, "log_likelihood")
+    if var_name is None:
+        if len(ll_ds.data_vars) != 1:
+            raise ValueError(f"pmp.loo: the log_likelihood group has several variables {sorted(ll_ds.data_vars)}; "
+                             "pass var_name")
+        var_name = next(iter(ll_ds.data_vars))
+    elif var_name not in ll_ds.data_vars:
+        raise ValueError(f"pmp.loo: no variable {var_name!r} in the log_likelihood group ({sorted(ll_ds.data_vars)})")
+    ll = ll_ds[var_name]
+    if not {"chain", "draw"} <= set(ll.dims):
+        raise ValueError(f"pmp.loo: {var_name!r} needs dims chain and draw, has {ll.dims}")
+    obs_dims = [d for d in ll.dims if d not in ("chain", "draw")]
+    ll = ll.transpose("chain", "draw", *obs_dims)
+    values = np.asarray(ll.values, np.float64)
+    n_samples = values.shape[0] * values.shape[1]
+    if n_samples < 2 * MIN_TAIL:
+        raise ValueError(f"pmp.loo: {n_samples} draws are too few for PSIS")
+    flat = values.reshape(n_samples, -1).T  # (items, draws)
+    if not np.all(np.isfinite(flat)):
+        raise ValueError(f"pmp.loo: {var_name!r} has non-finite pointwise values")
+    if reff is None:
+        reff = _reff(az, result, n_samples)
+    reff = float(reff)
+    if not (math.isfinite(reff) and reff > 0):
+        raise ValueError(f"pmp.loo: reff must be a positive number, got {reff}")
+    major = int(az.__version__.split(".", 1)[0])
+    tail = _tail_length(n_samples, reff, major)
+    discrete, khat = _discrete_tails(-flat, tail)
+    if major >= 1:
+        return _loo_arviz1(az, result, ll, flat, discrete, khat, tail, var_name, reff, pointwise)
+    return _loo_arviz0(az, result, ll, flat, discrete, khat, var_name, reff, pointwise)
+
+
+def _khat_above_cutoff(log_ratios, tail: int) -> float:
+    """Pareto k of the log ratios strictly above the tail's cutoff (the (tail + 1)-th largest), as
+    ArviZ 0.x fits them; inf if fewer than :data:`MIN_TAIL`. ArviZ 1.x fits every tail draw,
+    including ties with the cutoff, which can make its fit NaN."""
+    x = np.sort(log_ratios - log_ratios.max())
+    cutoff = x[x.size - tail - 1]
+    above = x[(x > cutoff) & ~_close(x, cutoff)]
+    fit = _arviz_gpdfit()
+    if above.size < MIN_TAIL or fit is None:
+        return math.inf
+    khat = fit(np.exp(above) - math.exp(cutoff))[0]
+    return float(khat) if np.isfinite(khat) else math.inf
+
+
+def _arviz_gpdfit():
+    """ArviZ's generalised Pareto fit (Zhang and Stephens with ArviZ's weak prior on k), or None."""
+    try:
+        from arviz_stats.base.diagnostics import _DiagnosticsBase  # noqa: PLC0415
+
+        return _DiagnosticsBase._gpdfit
+    except (ImportError, AttributeError):
+        pass
+    try:
+        from arviz.stats.stats import _gpdfit  # noqa: PLC0415
+
+        return _gpdfit
+    except ImportError:
+        return None
+
+
+def _raw_log_weights(log_ratios):
+    """Normalised log importance weights without smoothing (rows: items)."""
+    top = log_ratios.max(axis=-1, keepdims=True)
+    return log_ratios - (top + np.log(np.exp(log_ratios - top).sum(axis=-1, keepdims=True)))
+
+
+def _loo_arviz1(az, result, ll, flat, discrete, khat, tail, var_name, reff, pointwise):
+    lw = np.empty_like(flat)
+    k = khat.copy()
+    lw[discrete] = _raw_log_weights(-flat[discrete])
+    rest = np.flatnonzero(~discrete)
+    shape = ll.shape
+
+    def psis(rows):
+        sub = xr.DataArray(flat[rows].T.reshape(shape[0], shape[1], rows.size), dims=("chain", "draw", "__item__"))
+        w, kk = sub.azstats.psislw(r_eff=reff, dim=["chain", "draw"])
+        return np.asarray(w.transpose("__item__", "chain", "draw").values).reshape(rows.size, -1), np.asarray(kk.values)
+
+    if rest.size:
+        try:
+            lw[rest], k[rest] = psis(rest)
+        except ValueError:  # a tail ArviZ cannot fit that the check above let through: item by item
+            for j in rest:
+                try:
+                    w, kk = psis(np.array([j]))
+                    lw[j], k[j] = w[0], kk[0]
+                except ValueError:
+                    lw[j], k[j] = _raw_log_weights(-flat[j]), math.nan
+    for j in rest[np.isnan(k[rest])]:  # ArviZ's fit failed (it then does not smooth)
+        lw[j] = _raw_log_weights(-flat[j])
+        k[j] = _khat_above_cutoff(-flat[j], tail)
+    log_weights = ll.copy(data=lw.T.reshape(shape))
+    pareto_k = ll.isel(chain=0, draw=0, drop=True).copy(data=k.reshape(shape[2:]))
+    return az.loo(result, pointwise=pointwise, var_name=var_name, reff=reff, log_weights=log_weights,
+                  pareto_k=pareto_k)
+
+
+def _loo_arviz0(az, result, ll, flat, discrete, khat, var_name, reff, pointwise):
+    import warnings  # noqa: PLC0415
+
+    with warnings.catch_warnings():
+        if discrete.any():  # ArviZ 0.x may warn about the k it gives these items; replaced below
+            warnings.filterwarnings("ignore", message="Estimated shape parameter of Pareto")
+        out = az.loo(result, pointwise=True, var_name=var_name, reff=reff, scale="log")
+    if discrete.any():
+        loo_i, k = out["loo_i"], out["pareto_k"]  # obs dims in ll's order (ArviZ stacks the sample dims last)
+        li, ki = np.array(loo_i.values, np.float64).reshape(-1), np.array(k.values, np.float64).reshape(-1)
+        terms = _raw_log_weights(-flat[discrete]) + flat[discrete]
+        top = terms.max(axis=1, keepdims=True)
+        old_sum = float(li.sum())
+        li[discrete] = (top + np.log(np.exp(terms - top).sum(axis=1, keepdims=True)))[:, 0]
+        ki[discrete] = khat[discrete]
+        out["loo_i"], out["pareto_k"] = loo_i.copy(data=li.reshape(loo_i.shape)), k.copy(data=ki.reshape(k.shape))
+        out["elpd_loo"] = float(li.sum())
+        out["p_loo"] = float(out["p_loo"] + old_sum - li.sum())
+        out["se"] = float((li.size * np.var(li)) ** 0.5)
+        out["warning"] = bool(np.any(ki > out["good_k"]))
+        if out["warning"]:
+            warnings.warn(f"Estimated shape parameter of Pareto distribution is greater than {out['good_k']:.2f} "
+                          "for one or more samples (pmp.loo).", UserWarning, stacklevel=3)
+    if not pointwise:
+        out = out.drop(["loo_i", "pareto_k"])
+    return out
 
 
 @contextlib.contextmanager
