@@ -30,6 +30,14 @@ FILES = [
     "test_network_enumeration.py",
     "test_counts_kernels.py",
     "test_counts_predictive.py",
+    "test_set_statistics.py",
+    "test_arm_hostile.py",
+    # ARM and Jain-Neal: the enumerations that walk every proposal of every family and prior,
+    # and the sampled-proposal checks (the chains built on them add run time, not code paths).
+    "test_arm_enumeration.py::test_detailed_balance_and_the_reported_log_ratio",
+    "test_arm_enumeration.py::test_sampled_proposals_follow_the_forced_probabilities",
+    "test_jain_neal_enumeration.py::test_fixed_launch_detailed_balance",
+    "test_jain_neal_enumeration.py::test_sampled_splits_follow_the_final_scan",
 ]
 
 
