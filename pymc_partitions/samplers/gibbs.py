@@ -96,7 +96,7 @@ def _grow(sizes, stats, active):
     return sizes2, stats2, active2
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", inline="always")
 def _remove(i, slot_of, sizes, stats, active, n_active, join_w, prior_code, prior_params,
             codes, dims, data_off, stat_off, hyper_off, hyper, data, scratch):
     """Take item ``i`` out of its block; returns the new number of active slots.

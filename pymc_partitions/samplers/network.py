@@ -24,12 +24,14 @@ import numpy as np
 
 from .._numeric import draw_log_weights
 from ..families.kernels import NETWORK, pack_init, pack_log_marginal, pack_log_preds, pack_update
-from ..families.network import net_add_node, net_clear_counts, net_join_logw, net_log_likelihood, net_node_counts
+from ..families.network import (edge_gain, net_add_node, net_clear_counts, net_join_logw, net_log_likelihood,
+                                net_node_counts, size_gain)
 from ..partition import canonicalize_into
 from ..priors import log_eppf_sizes, log_join_weight, log_new_weight
-from .gibbs import _build, _grow, _join_weights
+from .gibbs import _build, _grow, _join_weights, _remove
 
-__all__ = ["network_offsets", "net_take_out", "net_log_weights", "net_put_in", "net_sweep"]
+__all__ = ["network_offsets", "net_take_out", "net_log_weights", "net_cache_build", "net_cached_weights",
+           "net_cache_commit", "net_put_in", "net_sweep"]
 
 
 def network_offsets(pack) -> np.ndarray:
@@ -133,12 +135,234 @@ def net_put_in(E, net_ho, hyper, n, slot_of, i, out, inn, touched, counts):
         net_clear_counts(out[f], inn[f], touched[f], counts[f])
 
 
+# ----------------------------------------------------------------------------- cached node moves
+#
+# Node i (taken out of its slot r) joining block s changes the pair term of every block pair (s, t).
+# Write g(e, N) = log B(a + e, b + N - e) - log B(a, b) and split the change into the part a node
+# *without* edges would cause and the part due to i's edges:
+#
+#   delta_s = D[s] + sum over the slots t touched by i's neighbours of corr(s, t),
+#   D[s]    = Q[s] + sum_{t != s} P[s, t],
+#   P[s, t] = g(E_st, (m_s + 1) m_t) - g(E_st, m_s m_t)      (+ the same with E_ts when directed),
+#   Q[s]    = the within-block term's change (m_s pairs more, 2 m_s when directed),
+#   corr    = g(E_st + out_t, (m_s + 1) m_t) - g(E_st, (m_s + 1) m_t)   (+ in-edges when directed).
+#
+# P, D depend only on E and the sizes, so they are cached for the current state (all nodes placed)
+# and a node move updates only what the move changes: the terms of the rows and columns of the two
+# slots whose size and edge counts change. The log conditional of node i then costs O(K) for the
+# slot it left (the pairs (u, r) and (r, u) with r's size one less) plus O(K) per slot touched by its
+# neighbours; when the node stays in its slot nothing is updated, when it moves the two slots'
+# rows and columns are refreshed, O(K). The new-block weight is a cached sum plus one term per
+# touched slot. The caches are rebuilt from scratch at the start of every sweep (O(K^2)), which
+# bounds the floating drift of the running sums D to one sweep's updates.
+#
+# Layout: P[f] (cap x cap), and V[f] with rows D, H (the new-block terms g(0, m_t), doubled when
+# directed), PCOL / PROW (P[u, r] / P[r, u] after the current node left slot r) and SCALAR
+# ([D[r], H[r]] after it left). Invariant: P[f, u, v] = 0 when slot u or v is empty.
+
+V_D, V_H, V_PCOL, V_PROW, V_SCALAR = 0, 1, 2, 3, 4
+
+
+@numba.njit(cache=True, error_model="numpy", inline="always")
+def _p_term(Ef, s, t, ms, mt, a, b, directed):
+    """P[s, t] (see above) for block sizes ms, mt."""
+    if directed:
+        return size_gain(Ef[s, t], ms * mt, mt, a, b) + size_gain(Ef[t, s], ms * mt, mt, a, b)
+    return size_gain(Ef[s, t], ms * mt, mt, a, b)
+
+
+@numba.njit(cache=True, error_model="numpy", inline="always")
+def _q_term(Ef, s, ms, a, b, directed):
+    """Q[s]: the within-block term of slot s gaining a node without edges."""
+    if directed:
+        return size_gain(Ef[s, s], ms * (ms - 1.0), 2.0 * ms, a, b)
+    return size_gain(0.5 * Ef[s, s], 0.5 * ms * (ms - 1.0), ms, a, b)
+
+
+@numba.njit(cache=True, error_model="numpy", inline="always")
+def _h_term(mt, a, b, directed):
+    """g(0, m_t) (twice when directed): a new block's pairs with slot t when the node has no edges."""
+    h = size_gain(0.0, 0.0, mt, a, b)
+    return 2.0 * h if directed else h
+
+
+@numba.njit(cache=True, error_model="numpy")
+def net_cache_build(E, net_ho, hyper, sizes, active, n_active):
+    """The caches (P, V) of the state (occupied slots ``active[:n_active]``), from scratch: O(K^2)."""
+    nf = net_ho.shape[0]
+    cap = sizes.shape[0]
+    P = np.zeros((nf, cap, cap))
+    V = np.zeros((nf, 5, max(cap, 2)))
+    for f in range(nf):
+        ho = net_ho[f]
+        a = hyper[ho]
+        b = hyper[ho + 1]
+        directed = hyper[ho + 2] > 0.5
+        Ef = E[f]
+        for j in range(n_active):
+            s = active[j]
+            ms = float(sizes[s])
+            V[f, V_H, s] = _h_term(ms, a, b, directed)
+            d = _q_term(Ef, s, ms, a, b, directed)
+            for q in range(n_active):
+                t = active[q]
+                if t != s:
+                    p = _p_term(Ef, s, t, ms, float(sizes[t]), a, b, directed)
+                    P[f, s, t] = p
+                    d += p
+            V[f, V_D, s] = d
+    return P, V
+
+
+@numba.njit(cache=True, error_model="numpy")
+def net_cache_grow(P, V, cap):
+    """The caches for a slot table grown to ``cap`` slots (the new slots empty)."""
+    P2 = np.zeros((P.shape[0], cap, cap))
+    V2 = np.zeros((V.shape[0], V.shape[1], max(cap, 2)))
+    old = P.shape[1]
+    P2[:, :old, :old] = P
+    V2[:, :, :V.shape[2]] = V
+    return P2, V2
+
+
+@numba.njit(cache=True, error_model="numpy")
+def net_cached_weights(E, net_ho, hyper, sizes, active, n_active, r, out, inn, touched, counts, P, V, logw, new_lp):
+    """:func:`net_log_weights` from the caches: node i has left slot ``r`` (:func:`net_take_out`,
+    then its size and ``active``); the caches still describe the state before. Adds the block-pair
+    terms to ``logw[j]`` (joining ``active[j]``) and ``new_lp[0]`` (a new block), and keeps the
+    values of slot r's row and column after the removal for :func:`net_cache_commit`.
+    O(K (1 + touched slots)) per network family."""
+    for f in range(net_ho.shape[0]):
+        ho = net_ho[f]
+        a = hyper[ho]
+        b = hyper[ho + 1]
+        directed = hyper[ho + 2] > 0.5
+        Ef = E[f]
+        Pf = P[f]
+        D = V[f, V_D]
+        H = V[f, V_H]
+        pcol = V[f, V_PCOL]
+        prow = V[f, V_PROW]
+        mr = float(sizes[r])
+        z = 0.0
+        jr = -1
+        for j in range(n_active):
+            u = active[j]
+            if u == r:
+                jr = j
+                continue
+            z += H[u]
+            pc = _p_term(Ef, u, r, float(sizes[u]), mr, a, b, directed) if mr > 0.0 else 0.0
+            pcol[u] = pc
+            logw[j] += D[u] - Pf[u, r] + pc
+        dr = 0.0
+        hr = 0.0
+        if jr >= 0:
+            dr = _q_term(Ef, r, mr, a, b, directed)
+            for j in range(n_active):
+                u = active[j]
+                if u != r:
+                    pr = _p_term(Ef, r, u, mr, float(sizes[u]), a, b, directed)
+                    prow[u] = pr
+                    dr += pr
+            hr = _h_term(mr, a, b, directed)
+            logw[jr] += dr
+            z += hr
+        V[f, V_SCALAR, 0] = dr
+        V[f, V_SCALAR, 1] = hr
+        of = out[f]
+        nf_ = inn[f]
+        tf = touched[f]
+        for q in range(counts[f]):  # the slots of i's neighbours (each once)
+            t = tf[q]
+            ot = of[t]
+            it = nf_[t]
+            mt = float(sizes[t])
+            z += edge_gain(0.0, ot, mt, a, b)
+            if directed:
+                z += edge_gain(0.0, it, mt, a, b)
+            for j in range(n_active):
+                s = active[j]
+                ms = float(sizes[s])
+                if s == t:
+                    if directed:
+                        c = edge_gain(Ef[s, s], ot + it, (ms + 1.0) * ms, a, b)
+                    else:
+                        c = edge_gain(0.5 * Ef[s, s], ot, 0.5 * (ms + 1.0) * ms, a, b)
+                elif directed:
+                    pairs = (ms + 1.0) * mt
+                    c = edge_gain(Ef[s, t], ot, pairs, a, b) + edge_gain(Ef[t, s], it, pairs, a, b)
+                else:
+                    c = edge_gain(Ef[t, s], ot, (ms + 1.0) * mt, a, b)
+                logw[j] += c
+        new_lp[0] += z
+
+
+@numba.njit(cache=True, error_model="numpy")
+def net_cache_commit(E, net_ho, hyper, sizes, active, n_active, r, s, P, V):
+    """Bring the caches to the state after node i left slot ``r`` (values kept by
+    :func:`net_cached_weights`) and joined slot ``s`` (E, sizes and ``active`` updated, e.g. by
+    :func:`net_put_in`): nothing when s == r, else slot r's and slot s's rows and columns, O(K)."""
+    if s == r:
+        return
+    cap = sizes.shape[0]
+    for f in range(net_ho.shape[0]):
+        ho = net_ho[f]
+        a = hyper[ho]
+        b = hyper[ho + 1]
+        directed = hyper[ho + 2] > 0.5
+        Ef = E[f]
+        Pf = P[f]
+        D = V[f, V_D]
+        H = V[f, V_H]
+        pcol = V[f, V_PCOL]
+        prow = V[f, V_PROW]
+        s_new = sizes[s] == 1  # s was empty: not a candidate, its PCOL / PROW entries are stale
+        # 1. node i out of r (s's row and column are recomputed in 2.)
+        for j in range(n_active):
+            u = active[j]
+            if u == r or u == s:
+                continue
+            D[u] += pcol[u] - Pf[u, r]
+            Pf[u, r] = pcol[u]
+        if sizes[r] > 0:
+            for j in range(n_active):
+                u = active[j]
+                if u != r and not (u == s and s_new):
+                    Pf[r, u] = prow[u]
+            D[r] = V[f, V_SCALAR, 0]
+            H[r] = V[f, V_SCALAR, 1]
+        else:
+            for u in range(cap):
+                Pf[u, r] = 0.0
+                Pf[r, u] = 0.0
+            D[r] = 0.0
+            H[r] = 0.0
+        # 2. node i into s
+        ms = float(sizes[s])
+        ds = _q_term(Ef, s, ms, a, b, directed)
+        for j in range(n_active):
+            u = active[j]
+            if u == s:
+                continue
+            mu = float(sizes[u])
+            pn = _p_term(Ef, u, s, mu, ms, a, b, directed)
+            D[u] += pn - Pf[u, s]
+            Pf[u, s] = pn
+            pr = _p_term(Ef, s, u, ms, mu, a, b, directed)
+            Pf[s, u] = pr
+            ds += pr
+        D[s] = ds
+        H[s] = _h_term(ms, a, b, directed)
+
+
 @numba.njit(cache=True, error_model="numpy")
 def _net_visit(t0, slot_of, sizes, stats, active, join_w, logw, n_active, order, uniforms, prior_code, prior_params,
                codes, dims, data_off, stat_off, hyper_off, hyper, data, empty, scratch, first_row, new_lp,
-               net_ho, E, out, inn, touched):
-    """:func:`.gibbs._visit` with the network terms; stops (before changing anything) when a new
-    block might be needed and the slot table is full. Returns (next visit, n_active)."""
+               net_ho, E, out, inn, touched, P, V, cached):
+    """:func:`.gibbs._visit` with the network terms, from the caches (P, V) when ``cached`` (else
+    by :func:`net_log_weights`, O(K^2): the reference); stops (before changing anything) when a
+    new block might be needed and the slot table is full. Returns (next visit, n_active)."""
     cap = sizes.shape[0]
     n = slot_of.shape[0]
     counts = np.zeros(net_ho.shape[0], np.int64)
@@ -146,20 +370,10 @@ def _net_visit(t0, slot_of, sizes, stats, active, join_w, logw, n_active, order,
         i = order[t]
         if n_active == cap and sizes[slot_of[i]] > 1:
             return t, n_active
-        s = slot_of[i]
+        r = slot_of[i]
         net_take_out(E, net_ho, hyper, n, slot_of, i, out, inn, touched, counts)
-        sizes[s] -= 1
-        if sizes[s] > 0:
-            pack_update(codes, dims, data_off, stat_off, hyper_off, hyper, stats, s, data, i, -1.0, scratch)
-            join_w[s] = log_join_weight(prior_code, prior_params, sizes[s])
-        else:
-            j = 0
-            while active[j] != s:
-                j += 1
-            for jj in range(j, n_active - 1):
-                active[jj] = active[jj + 1]
-            active[n_active - 1] = s
-            n_active -= 1
+        n_active = _remove(i, slot_of, sizes, stats, active, n_active, join_w, prior_code, prior_params,
+                           codes, dims, data_off, stat_off, hyper_off, hyper, data, scratch)
         for j in range(n_active):
             logw[j] = join_w[active[j]]
         pack_log_preds(codes, dims, data_off, stat_off, hyper_off, hyper, stats, active, n_active, data, i, scratch, logw)
@@ -168,7 +382,11 @@ def _net_visit(t0, slot_of, sizes, stats, active, join_w, logw, n_active, order,
         if w > -np.inf:
             new_lp[0] = w
             pack_log_preds(codes, dims, data_off, stat_off, hyper_off, hyper, empty, first_row, 1, data, i, scratch, new_lp)
-        net_log_weights(E, net_ho, hyper, sizes, active, n_active, out, inn, logw, new_lp)
+        if cached:
+            net_cached_weights(E, net_ho, hyper, sizes, active, n_active, r, out, inn, touched, counts, P, V, logw,
+                               new_lp)
+        else:
+            net_log_weights(E, net_ho, hyper, sizes, active, n_active, out, inn, logw, new_lp)
         logw[n_active] = new_lp[0] if w > -np.inf else w
         chosen = draw_log_weights(logw, n_active + 1, uniforms[t])
         if chosen == n_active:
@@ -182,6 +400,8 @@ def _net_visit(t0, slot_of, sizes, stats, active, join_w, logw, n_active, order,
         join_w[s] = log_join_weight(prior_code, prior_params, sizes[s])
         slot_of[i] = s
         net_put_in(E, net_ho, hyper, n, slot_of, i, out, inn, touched, counts)
+        if cached:
+            net_cache_commit(E, net_ho, hyper, sizes, active, n_active, r, s, P, V)
     return order.shape[0], n_active
 
 
@@ -192,15 +412,16 @@ def net_workspace(nf, cap, n):
 
 
 @numba.njit(cache=True, error_model="numpy")
-def net_sweep(slot_of, sizes, stats, active, n_active, E, order, uniforms, prior_code, prior_params,
-              codes, dims, data_off, stat_off, hyper_off, hyper, data, empty, scratch, net_ho):
-    """One network Gibbs sweep of a persistent slot table (and its edge counts ``E``) in visiting
-    ``order``; the tables double when full. Returns (sizes, stats, active, n_active, E)."""
+def net_sweep_cached(slot_of, sizes, stats, active, n_active, E, order, uniforms, prior_code, prior_params,
+                     codes, dims, data_off, stat_off, hyper_off, hyper, data, empty, scratch, net_ho, cached):
+    """:func:`net_sweep`, also returning the caches (P, V) at the end (built at the start: O(K^2)).
+    ``cached=False`` runs the O(K^2)-per-move reference instead (the caches are then not updated)."""
     n = slot_of.shape[0]
     nf = net_ho.shape[0]
     first_row = np.zeros(1, np.int64)
     new_lp = np.empty(1)
     out, inn, touched = net_workspace(nf, sizes.shape[0], n)
+    P, V = net_cache_build(E, net_ho, hyper, sizes, active, n_active)
     t = 0
     while True:
         cap = sizes.shape[0]
@@ -208,17 +429,31 @@ def net_sweep(slot_of, sizes, stats, active, n_active, E, order, uniforms, prior
         logw = np.empty(cap + 1)
         t, n_active = _net_visit(t, slot_of, sizes, stats, active, join_w, logw, n_active, order, uniforms,
                                  prior_code, prior_params, codes, dims, data_off, stat_off, hyper_off, hyper, data,
-                                 empty, scratch, first_row, new_lp, net_ho, E, out, inn, touched)
+                                 empty, scratch, first_row, new_lp, net_ho, E, out, inn, touched, P, V, cached)
         if t == order.shape[0]:
-            return sizes, stats, active, n_active, E
+            return sizes, stats, active, n_active, E, P, V
         sizes, stats, active = _grow(sizes, stats, active)
         E = net_grow(E, sizes.shape[0])
+        P, V = net_cache_grow(P, V, sizes.shape[0])
         out, inn, touched = net_workspace(nf, sizes.shape[0], n)
 
 
 @numba.njit(cache=True, error_model="numpy")
+def net_sweep(slot_of, sizes, stats, active, n_active, E, order, uniforms, prior_code, prior_params,
+              codes, dims, data_off, stat_off, hyper_off, hyper, data, empty, scratch, net_ho):
+    """One network Gibbs sweep of a persistent slot table (and its edge counts ``E``) in visiting
+    ``order``; the tables double when full. Returns (sizes, stats, active, n_active, E)."""
+    sizes, stats, active, n_active, E, P, V = net_sweep_cached(
+        slot_of, sizes, stats, active, n_active, E, order, uniforms, prior_code, prior_params,
+        codes, dims, data_off, stat_off, hyper_off, hyper, data, empty, scratch, net_ho, True)
+    return sizes, stats, active, n_active, E
+
+
+@numba.njit(cache=True, error_model="numpy")
 def _network_gibbs_sweeps(labels, orders, uniforms, prior_code, prior_params,
-                          codes, dims, data_off, stat_off, hyper_off, hyper, data, width, net_ho):
+                          codes, dims, data_off, stat_off, hyper_off, hyper, data, width, net_ho, cached=True):
+    """:func:`.gibbs.gibbs_sweeps` for packs with network families (checked arguments); ``cached=False``
+    computes every log conditional by the O(K^2) reference :func:`net_log_weights` (tests, benchmarks)."""
     n = labels.shape[0]
     scratch = np.empty(max(1, data.shape[1]))
     slot_of, sizes, stats, active, n_active = _build(
@@ -228,10 +463,9 @@ def _network_gibbs_sweeps(labels, orders, uniforms, prior_code, prior_params,
     pack_init(codes, dims, stat_off, hyper_off, hyper, empty, 0)
     E = net_build(slot_of, sizes.shape[0], net_ho, hyper, n)
     for sweep in range(orders.shape[0]):
-        sizes, stats, active, n_active, E = net_sweep(slot_of, sizes, stats, active, n_active, E, orders[sweep],
-                                                      uniforms[sweep], prior_code, prior_params, codes, dims,
-                                                      data_off, stat_off, hyper_off, hyper, data, empty, scratch,
-                                                      net_ho)
+        sizes, stats, active, n_active, E, P, V = net_sweep_cached(
+            slot_of, sizes, stats, active, n_active, E, orders[sweep], uniforms[sweep], prior_code, prior_params,
+            codes, dims, data_off, stat_off, hyper_off, hyper, data, empty, scratch, net_ho, cached)
     occupied = np.empty(n_active, np.int64)
     lj = 0.0
     for j in range(n_active):
