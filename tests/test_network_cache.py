@@ -23,7 +23,11 @@ def random_graph(n, directed, seed, k=6, p_in=0.3, p_out=0.03):
     g = rng.integers(0, k, n)
     a = (rng.random((n, n)) < np.where(g[:, None] == g[None, :], p_in, p_out)).astype(int)
     np.fill_diagonal(a, 0)
-    if not directed:
+    a[:, :5] = a[:5, :] = 0  # isolated nodes: no touched slot
+    if directed:
+        a[5, :] = 0  # a node with in-edges only, another with out-edges only
+        a[:, 6] = 0
+    else:
         a = np.triu(a, 1)
         a = a + a.T
     return as_edges(a, n, directed=directed)

@@ -345,6 +345,26 @@ def edge_gain(e, c, pairs, a, b):
     return math.lgamma(x + c) - math.lgamma(x) + math.lgamma(y) - math.lgamma(y + c)
 
 
+@numba.njit(cache=True, error_model="numpy", inline="always")
+def edge_gain_factor(e, c, pairs, a, b):
+    """:func:`edge_gain` as (ratio, rest): edge_gain = log(ratio) + rest, the ratio in
+    [1e-100, 1e100] (1 when the lgamma form is needed), so that callers summing many gains can
+    multiply the ratios and take one log."""
+    x = a + e
+    y = b + (pairs - e - c)
+    if c <= 4.0:
+        num = 1.0
+        den = 1.0
+        k = 0.0
+        while k < c:
+            num *= x + k
+            den *= y + k
+            k += 1.0
+        if 1e-50 < num < 1e50 and 1e-50 < den < 1e50:
+            return num / den, 0.0
+    return 1.0, math.lgamma(x + c) - math.lgamma(x) + math.lgamma(y) - math.lgamma(y + c)
+
+
 @numba.njit(cache=True, error_model="numpy")
 def prior_const(a, b):
     return math.lgamma(a) + math.lgamma(b) - math.lgamma(a + b)
