@@ -159,8 +159,8 @@ def net_put_in(E, net_ho, hyper, n, slot_of, i, out, inn, touched, counts):
 # slots whose size and edge counts change. The log conditional of node i then costs O(K) for the
 # slot it left (the pairs (u, r) and (r, u) with r's size one less) plus O(K) per slot touched by its
 # neighbours; when the node stays in its slot nothing is updated, when it moves the two slots'
-# rows and columns are refreshed, O(K). The new-block weight is a cached sum plus one term per
-# touched slot. The caches are rebuilt from scratch at the start of every sweep (O(K^2)), which
+# rows and columns are refreshed, O(K). The new-block weight sums cached per-slot terms (O(K)
+# additions) plus one term per touched slot. The caches are rebuilt from scratch at the start of every sweep (O(K^2)), which
 # bounds the floating drift of the running sums D to one sweep's updates.
 #
 # Layout: P[f] (cap x cap), and V[f] with rows D, H (the new-block terms g(0, m_t), doubled when
