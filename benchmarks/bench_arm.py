@@ -5,6 +5,7 @@ cost of one ARM move in Gibbs sweeps.
     PYTHONPATH=. python benchmarks/bench_arm.py            # full run (about 12 CPU minutes, 4 of them networks)
     PYTHONPATH=. python benchmarks/bench_arm.py --quick    # one data set per d, 1000 iterations (~70 s CPU)
     PYTHONPATH=. python benchmarks/bench_arm.py --only networks   # section 3 alone (~4 CPU minutes)
+    PYTHONPATH=. python benchmarks/bench_arm.py --only netcost    # its node-move cost table alone
 
 Prints markdown tables; never fails (benchmarks measure, tests assert). Everything runs in one
 process after numba warm-up calls, kernels called directly (``pymc_partitions.samplers``), CPU
@@ -57,7 +58,8 @@ charged). Prior CRP(1) and Beta(1, 1) throughout (seed 004: alpha = beta0+ = bet
    chains of one population, weakly dependent for ARM), and the log joint reached. Then ARM's
    acceptance against the number of chains S = 3..8 (Fig. 6a; the exact alternating scheme needs
    two passive chains, so S >= 3), and the CPU of one network Gibbs node move (a sweep / n) at
-   n = 1000 and 10^4 with K = 5 and 20 planted blocks, started at the planted partition.
+   n = 1000 and 10^4 with K = 5, 20 and 50 planted blocks, started at the planted partition: the
+   cached kernel against the O(degree + K^2) reference, same random numbers, one process.
 """
 
 from __future__ import annotations
@@ -79,6 +81,7 @@ from pymc_partitions.samplers.arm import ARMKernel, alternating_roles
 from pymc_partitions.samplers.gibbs import GibbsKernel
 from pymc_partitions.samplers.jain_neal import JainNealKernel
 from pymc_partitions.samplers.pgsm import PGSMKernel
+from pymc_partitions.samplers.network import _network_gibbs_sweeps, network_offsets
 from pymc_partitions.samplers.sams import SAMSKernel
 
 PRIOR = CRP(1.0)
@@ -443,19 +446,45 @@ def run_budget(method, problem, states, budget, seed):
 
 
 def node_move_cost(n, k, sweeps):
-    """CPU µs per node move of a network Gibbs sweep on a planted partition (started at the truth)."""
+    """CPU µs per node move of a network Gibbs sweep on a planted partition (started at the truth,
+    one warm-up sweep): the cached kernel (what ``GibbsKernel`` runs) and the O(degree + K^2)
+    reference (every pair term recomputed per candidate block, ``cached=False``), same random
+    numbers, sweeps alternating between the two in one process. Returns (µs cached, µs reference,
+    mean K, mean degree, whether both gave the same partitions)."""
     e, z = planted_edges(n, k, 10.0, 6.0, 3 * n + k)
     pack, edges = network_pack(e, n)
     gibbs = GibbsKernel(pack, PRIOR.code, PRIOR.kernel_params())
     rng = np.random.default_rng(k)
     labels = gibbs.step(z, rng)[0]
-    times, ks = [], []
+    args = (PRIOR.code, np.asarray(PRIOR.kernel_params(), np.float64), pack.codes, pack.dims, pack.data_off,
+            pack.stat_off, pack.hyper_off, pack.hyper, pack.data, pack.width, network_offsets(pack))
+    times = {True: [], False: []}
+    ks, same = [], True
     for _ in range(sweeps):
-        c0 = time.process_time()
-        labels = gibbs.step(labels, rng)[0]
-        times.append(time.process_time() - c0)
+        order, u = rng.permutation(n)[None], rng.random((1, n))
+        out = {}
+        for cached in (True, False):
+            c0 = time.process_time()
+            out[cached] = _network_gibbs_sweeps(labels, order, u, *args, cached)[0]
+            times[cached].append(time.process_time() - c0)
+        same &= bool(np.array_equal(out[True], out[False]))
+        labels = out[True]
         ks.append(labels.max() + 1)
-    return np.median(times) / n * 1e6, np.mean(ks), 2 * len(edges) / n
+    return (np.median(times[True]) / n * 1e6, np.median(times[False]) / n * 1e6, np.mean(ks),
+            2 * len(edges) / n, same)
+
+
+def node_move_table(cfg):
+    print("\nCost of one network Gibbs node move (CPU per sweep / n, median over sweeps; mean degree ~10): the "
+          "cached kernel, O(degree + K x touched blocks) per move, against the O(degree + K^2) reference, same "
+          "random numbers, in one process:\n")
+    print("| n | planted K | K during the sweeps | mean degree | µs per node move | reference µs | speed-up "
+          "| same draws |")
+    print("|---|---|---|---|---|---|---|---|")
+    for n, sweeps in cfg["net_cost"]:
+        for k in (5, 20, 50):
+            us, ref, kk, deg, same = node_move_cost(n, k, sweeps)
+            print(f"| {n} | {k} | {kk:.1f} | {deg:.1f} | {us:.2f} | {ref:.2f} | {ref / us:.1f}x | {same} |")
 
 
 def networks(cfg):
@@ -498,14 +527,7 @@ def networks(cfg):
             half = np.array(lj).T[:, len(lj) // 2:]
             print(f"| {problem.title.split(',')[0]}, n = {problem.n} | {chains} | {pop.tried} "
                   f"| {pop.changed / max(1, pop.tried):.2%} | {rhat(half):.3f} |")
-    print("\nCost of one network Gibbs node move (CPU per sweep / n, median over sweeps; mean degree ~10; "
-          "O(degree + K^2) per move):\n")
-    print("| n | planted K | K during the sweeps | mean degree | µs per node move |")
-    print("|---|---|---|---|---|")
-    for n, sweeps in cfg["net_cost"]:
-        for k in (5, 20):
-            us, kk, deg = node_move_cost(n, k, sweeps)
-            print(f"| {n} | {k} | {kk:.1f} | {deg:.1f} | {us:.2f} |")
+    node_move_table(cfg)
     print(f"\nSection 3: {time.process_time() - c_start:.0f} s CPU.")
 
 
@@ -524,7 +546,8 @@ def warm_up():
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="one data set per d, 1000 iterations, less timing")
-    ap.add_argument("--only", choices=("table2", "speed", "networks"), help="run one section")
+    ap.add_argument("--only", choices=("table2", "speed", "networks", "netcost"),
+                    help="run one section (netcost: the network node-move cost table of section 3 alone)")
     ap.add_argument("--datasets", type=int, help="data sets per d in section 1")
     ap.add_argument("--iterations", type=int, help="iterations T in section 1")
     args = ap.parse_args()
@@ -537,7 +560,11 @@ def main():
     print(f"# bench_arm ({'quick' if args.quick else 'full'}) {time.strftime('%Y-%m-%d %H:%M')}, "
           f"{os.cpu_count()} cores, Python {platform.python_version()}, numpy {np.__version__}, "
           f"numba {numba.__version__}, load average at start {os.getloadavg()[0]:.2f}")
-    warm_up()
+    if args.only == "netcost":
+        node_move_cost(200, 5, 1)  # (compile)
+        node_move_table(cfg)
+    else:
+        warm_up()
     if args.only in (None, "table2"):
         table2(cfg)
     if args.only in (None, "speed"):

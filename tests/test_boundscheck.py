@@ -28,6 +28,7 @@ FILES = [
     "test_colouring.py",
     "test_predictive_families.py",
     "test_network_enumeration.py",
+    "test_network_cache.py",
     "test_counts_kernels.py",
     "test_counts_predictive.py",
     "test_set_statistics.py",

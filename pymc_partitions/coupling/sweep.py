@@ -13,7 +13,8 @@ up to date item by item, so the cost matrix costs O(K^2) per item and never O(n)
 Network likelihoods (``kernels.NETWORK``, :class:`pmp.BetaBernoulliNetwork`) are not separable
 over blocks: each chain then also keeps its matrix of edge counts between slots, and its log
 conditional gets the block-pair terms from the functions the single-chain network sweep uses
-(:func:`~pymc_partitions.samplers.network.net_take_out`, ``net_log_weights``, ``net_put_in``), so
+(:func:`~pymc_partitions.samplers.network.net_take_out`, ``net_cached_weights``, ``net_put_in``,
+``net_cache_commit``; the caches rebuilt at the start of every coupled sweep), so
 each chain is still exactly the single-chain kernel and the couplings act on the two conditionals
 as for any other family. For packs without a network family those calls do nothing.
 
@@ -32,8 +33,8 @@ from .._numeric import check_uniforms, runtime_int
 from ..families.kernels import FamilyPack, has_network, pack_init
 from ..partition import as_labels, canonicalize_into, index_array
 from ..samplers.gibbs import _assign, _build, _grow, _join_weights, _log_conditional, _remove, _sweep, check_model
-from ..samplers.network import (net_build, net_grow, net_log_weights, net_put_in, net_sweep, net_take_out,
-                                net_workspace, network_offsets)
+from ..samplers.network import (net_build, net_cache_build, net_cache_commit, net_cache_grow, net_cached_weights,
+                                net_grow, net_put_in, net_sweep, net_take_out, net_workspace, network_offsets)
 from .draws import draw_crn, draw_independent, draw_maximal, draw_ot, probabilities
 from .transport import make_workspace
 
@@ -86,11 +87,12 @@ def _coupled_draw(method, eps, lw_x, nx, size_x, act_x, lw_y, ny, size_y, act_y,
 
 
 @numba.njit(cache=True, error_model="numpy")
-def _add_network_terms(E, net_ho, hyper, sizes, active, n_active, out, inn, logw, new_lp):
+def _add_network_terms(E, net_ho, hyper, sizes, active, n_active, r, out, inn, touched, counts, P, V, logw, new_lp):
     """The block-pair terms added to a conditional of :func:`.gibbs._log_conditional` (whose
-    new-block entry ``logw[n_active]`` already holds the prior weight and other families)."""
+    new-block entry ``logw[n_active]`` already holds the prior weight and other families), for the
+    node that left slot ``r``."""
     new_lp[0] = logw[n_active]
-    net_log_weights(E, net_ho, hyper, sizes, active, n_active, out, inn, logw, new_lp)
+    net_cached_weights(E, net_ho, hyper, sizes, active, n_active, r, out, inn, touched, counts, P, V, logw, new_lp)
     logw[n_active] = new_lp[0]
 
 
@@ -100,7 +102,7 @@ def _coupled_visit(t0, method, eps, order, uniforms,
                    slot_y, size_y, stat_y, act_y, jw_y, lw_y, ny, inter,
                    prior_code, prior_params, codes, dims, data_off, stat_off, hyper_off, hyper, data,
                    empty, scratch, first_row, new_lp, p, q, ix, iy, pc, qc, cost, rows, cols, mass, iwork, fwork,
-                   net_ho, E_x, out_x, inn_x, touched_x, E_y, out_y, inn_y, touched_y):
+                   net_ho, E_x, out_x, inn_x, touched_x, P_x, V_x, E_y, out_y, inn_y, touched_y, P_y, V_y):
     """Coupled updates at visits t0, t0+1, ...; stops before changing anything when a chain might
     need a new block and its slot table is full. Returns (next visit, nx, ny)."""
     n = slot_x.shape[0]
@@ -126,8 +128,10 @@ def _coupled_visit(t0, method, eps, order, uniforms,
         _log_conditional(i, stat_y, act_y, ny, jw_y, lw_y, prior_code, prior_params,
                          codes, dims, data_off, stat_off, hyper_off, hyper, data, empty, scratch, first_row, new_lp)
         if net:
-            _add_network_terms(E_x, net_ho, hyper, size_x, act_x, nx, out_x, inn_x, lw_x, new_lp)
-            _add_network_terms(E_y, net_ho, hyper, size_y, act_y, ny, out_y, inn_y, lw_y, new_lp)
+            _add_network_terms(E_x, net_ho, hyper, size_x, act_x, nx, sx, out_x, inn_x, touched_x, cnt_x, P_x, V_x,
+                               lw_x, new_lp)
+            _add_network_terms(E_y, net_ho, hyper, size_y, act_y, ny, sy, out_y, inn_y, touched_y, cnt_y, P_y, V_y,
+                               lw_y, new_lp)
         cx, cy = _coupled_draw(method, eps, lw_x, nx, size_x, act_x, lw_y, ny, size_y, act_y, inter, uniforms[t],
                                p, q, ix, iy, pc, qc, cost, rows, cols, mass, iwork, fwork)
         nx = _assign(i, cx, slot_x, size_x, stat_x, act_x, nx, jw_x, prior_code, prior_params,
@@ -138,6 +142,8 @@ def _coupled_visit(t0, method, eps, order, uniforms,
         if net:
             net_put_in(E_x, net_ho, hyper, n, slot_x, i, out_x, inn_x, touched_x, cnt_x)
             net_put_in(E_y, net_ho, hyper, n, slot_y, i, out_y, inn_y, touched_y, cnt_y)
+            net_cache_commit(E_x, net_ho, hyper, size_x, act_x, nx, sx, slot_x[i], P_x, V_x)
+            net_cache_commit(E_y, net_ho, hyper, size_y, act_y, ny, sy, slot_y[i], P_y, V_y)
     return order.shape[0], nx, ny
 
 
@@ -160,13 +166,17 @@ def _coupled_sweep(method, eps, order, uniforms, slot_x, size_x, stat_x, act_x, 
     n = slot_x.shape[0]
     nf = net_ho.shape[0]
     t = runtime_int(0)  # not the literal 0 (one more compilation of _coupled_visit)
+    P_x, V_x = net_cache_build(E_x, net_ho, hyper, size_x, act_x, nx)  # (the network caches, fresh every sweep)
+    P_y, V_y = net_cache_build(E_y, net_ho, hyper, size_y, act_y, ny)
     while True:
         cx = size_x.shape[0]
         cy = size_y.shape[0]
         if E_x.shape[1] != cx:
             E_x = net_grow(E_x, cx)
+            P_x, V_x = net_cache_grow(P_x, V_x, cx)
         if E_y.shape[1] != cy:
             E_y = net_grow(E_y, cy)
+            P_y, V_y = net_cache_grow(P_y, V_y, cy)
         out_x, inn_x, touched_x = net_workspace(nf, cx, n)
         out_y, inn_y, touched_y = net_workspace(nf, cy, n)
         c = max(cx, cy) + 1
@@ -190,7 +200,8 @@ def _coupled_sweep(method, eps, order, uniforms, slot_x, size_x, stat_x, act_x, 
                                    slot_y, size_y, stat_y, act_y, jw_y, lw_y, ny, inter,
                                    prior_code, prior_params, codes, dims, data_off, stat_off, hyper_off, hyper, data,
                                    empty, scratch, first_row, new_lp, p, q, ix, iy, pc, qc, cost, rows, cols, mass,
-                                   iwork, fwork, net_ho, E_x, out_x, inn_x, touched_x, E_y, out_y, inn_y, touched_y)
+                                   iwork, fwork, net_ho, E_x, out_x, inn_x, touched_x, P_x, V_x, E_y, out_y, inn_y,
+                                   touched_y, P_y, V_y)
         if t == order.shape[0]:
             return size_x, stat_x, act_x, nx, E_x, size_y, stat_y, act_y, ny, E_y, inter
         if nx == cx:

@@ -302,7 +302,67 @@ def network_log_likelihood(labels, edges, a, b, directed=False) -> float:
 @numba.njit(cache=True, error_model="numpy", inline="always")
 def _pair_term(e, pairs, a, b, lg0):
     """log B(a + e, b + pairs - e) - log B(a, b); 0 for a pair set with no pairs."""
-    return math.lgamma(a + e) + math.lgamma(b + pairs - e) - math.lgamma(a + b + pairs) - lg0
+    return math.lgamma(a + e) + math.lgamma(b + (pairs - e)) - math.lgamma(a + b + pairs) - lg0
+
+
+@numba.njit(cache=True, error_model="numpy", inline="always")
+def size_gain(e, pairs, d, a, b):
+    """g(e, pairs + d) - g(e, pairs) for g(e, m) = log B(a + e, b + m - e): a pair term gaining
+    ``d`` node pairs without an edge (d >= 0 an integer). For d <= 8 a product of d ratios and one
+    log (when the products stay in [1e-150, 1e150]), else four lgammas."""
+    x = b + (pairs - e)  # (integers first: b + pairs - e loses a tiny b)
+    y = a + b + pairs
+    if d <= 8.0:
+        num = 1.0
+        den = 1.0
+        k = 0.0
+        while k < d:
+            num *= x + k
+            den *= y + k
+            k += 1.0
+        if 1e-150 < num < 1e150 and 1e-150 < den < 1e150:
+            return math.log(num / den)
+    return math.lgamma(x + d) - math.lgamma(x) - math.lgamma(y + d) + math.lgamma(y)
+
+
+@numba.njit(cache=True, error_model="numpy", inline="always")
+def edge_gain(e, c, pairs, a, b):
+    """g(e + c, pairs) - g(e, pairs) (g as in :func:`size_gain`): a pair term whose ``pairs`` node
+    pairs gain ``c`` edges (c >= 0 an integer, e + c <= pairs). For c <= 4 a product of c ratios and
+    one log (when the products stay in [1e-150, 1e150]), else four lgammas."""
+    x = a + e
+    y = b + (pairs - e - c)
+    if c <= 4.0:
+        num = 1.0
+        den = 1.0
+        k = 0.0
+        while k < c:
+            num *= x + k
+            den *= y + k
+            k += 1.0
+        if 1e-150 < num < 1e150 and 1e-150 < den < 1e150:
+            return math.log(num / den)
+    return math.lgamma(x + c) - math.lgamma(x) + math.lgamma(y) - math.lgamma(y + c)
+
+
+@numba.njit(cache=True, error_model="numpy", inline="always")
+def edge_gain_factor(e, c, pairs, a, b):
+    """:func:`edge_gain` as (ratio, rest): edge_gain = log(ratio) + rest, the ratio in
+    [1e-100, 1e100] (1 when the lgamma form is needed), so that callers summing many gains can
+    multiply the ratios and take one log."""
+    x = a + e
+    y = b + (pairs - e - c)
+    if c <= 4.0:
+        num = 1.0
+        den = 1.0
+        k = 0.0
+        while k < c:
+            num *= x + k
+            den *= y + k
+            k += 1.0
+        if 1e-50 < num < 1e50 and 1e-50 < den < 1e50:
+            return num / den, 0.0
+    return 1.0, math.lgamma(x + c) - math.lgamma(x) + math.lgamma(y) - math.lgamma(y + c)
 
 
 @numba.njit(cache=True, error_model="numpy")
@@ -342,22 +402,25 @@ def net_add_node(E, f, hp, ho, n, slot_of, i, s, sign):
 @numba.njit(cache=True, error_model="numpy")
 def net_node_counts(hp, ho, n, slot_of, i, out, inn, touched, c0):
     """out[t] / inn[t] += i's out- / in-neighbours in slot t (neighbours with a negative slot
-    skipped); the slots touched are appended to ``touched`` from ``c0`` on: returns the new count
-    (with repeats; at most c0 + 2 n). Reset them with :func:`net_clear_counts`."""
+    skipped); a slot whose counts were both 0 is appended to ``touched`` from ``c0`` on, so each
+    slot is listed once: returns the new count (at most c0 + 2 n). Reset them with
+    :func:`net_clear_counts`."""
     a, b, directed, ip, ix, jp, jx = net_offsets(hp, ho, n)
     c = c0
     for t in range(int(hp[ip + i]), int(hp[ip + i + 1])):
         s = slot_of[int(hp[ix + t])]
         if s >= 0:
+            if out[s] == 0.0 and inn[s] == 0.0:
+                touched[c] = s
+                c += 1
             out[s] += 1.0
-            touched[c] = s
-            c += 1
     for t in range(int(hp[jp + i]), int(hp[jp + i + 1])):
         s = slot_of[int(hp[jx + t])]
         if s >= 0:
+            if out[s] == 0.0 and inn[s] == 0.0:
+                touched[c] = s
+                c += 1
             inn[s] += 1.0
-            touched[c] = s
-            c += 1
     return c
 
 

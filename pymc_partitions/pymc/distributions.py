@@ -695,8 +695,8 @@ class BetaBernoulliNetwork(pm.Discrete):
     always read as a matrix). It is stored as the canonical edge list (rows sorted, ``i < j``
     when undirected), the variable's value; memory O(edges + K^2), never n x n for sparse input.
     ``a``, ``b``: positive numbers or PyMC variables. Sampled by ``CollapsedGibbs`` (a node move
-    costs O(degree + K^2)), ``ARM`` and ``SplitMerge``; PGSM and SAMS refuse it. Forward draws
-    (prior and posterior predictive) are refused; see
+    costs O(degree + K T), T the blocks of its neighbours), ``ARM`` and ``SplitMerge``; PGSM and
+    SAMS refuse it. Forward draws (prior and posterior predictive) are refused; see
     :func:`pymc_partitions.families.network.block_probabilities`.
 
     Examples
