@@ -16,7 +16,8 @@ first cached function (about a millisecond).
 
 It must be imported before any module that defines a cached njit function, which the package's
 ``__init__`` does. ``NUMBA_CACHE_LOCATOR_CLASSES`` (numba >= 0.63), if set, replaces every
-locator and with it this guard.
+locator and with it this guard; a numba without the locator classes used here (checked on 0.65
+and 0.68) keeps its own stamps, as if this module were absent.
 """
 
 import hashlib
@@ -45,8 +46,11 @@ def source_digest():
                 if not name.endswith(".py"):
                     continue
                 path = os.path.join(root, name)
-                with open(path, "rb") as f:
-                    text = f.read()
+                try:
+                    with open(path, "rb") as f:
+                        text = f.read()
+                except OSError:  # unreadable: numba cannot compile from it either; stamp its absence
+                    text = b"numba: unreadable"
                 if path.startswith(_ADAPTER_DIR) and b"numba" not in text:
                     continue
                 h.update(os.path.relpath(path, _PACKAGE_DIR).encode() + b"\0")
@@ -81,19 +85,26 @@ def _numba_class(name):
     return cls if cls is not None else getattr(caching, "_" + name)
 
 
-def install():
-    """Put the package's locators first in numba's list (idempotent)."""
-    impl = _numba_class("CacheImpl")
-    current = impl._locator_classes
+def install() -> bool:
+    """Put the package's locators first in numba's list (idempotent); ``False`` if this numba's
+    caching module lacks the classes it builds on (then numba's own stamps apply, as without it)."""
+    try:
+        current = _numba_class("CacheImpl")._locator_classes
+        bases = [_numba_class(name)  # numba's own order: NUMBA_CACHE_DIR, __pycache__ beside the source, user-wide
+                 for name in ("UserProvidedCacheLocator", "InTreeCacheLocator", "UserWideCacheLocator")]
+    except AttributeError:
+        return False
+    if not isinstance(current, list):
+        return False
     if any(getattr(c, "_pymc_partitions", False) for c in current):
-        return
+        return True
     ours = []
-    # numba's own order: NUMBA_CACHE_DIR, then __pycache__ beside the source, then user-wide.
-    for name in ("UserProvidedCacheLocator", "InTreeCacheLocator", "UserWideCacheLocator"):
-        cls = _package_locator(_numba_class(name))
+    for base in bases:
+        cls = _package_locator(base)
         cls._pymc_partitions = True
         ours.append(cls)
     current[:0] = ours
+    return True
 
 
 install()

@@ -72,7 +72,7 @@ def test_package_locators_come_first_and_only_claim_package_files(tmp_path):
     classes = caching.CacheImpl._locator_classes
     ours = [c for c in classes if getattr(c, "_pymc_partitions", False)]
     assert len(ours) == 3 and classes[:3] == ours
-    _numba_cache.install()  # idempotent
+    assert _numba_cache.install() is True  # idempotent
     assert [c for c in caching.CacheImpl._locator_classes if getattr(c, "_pymc_partitions", False)] == ours
     locator = sample_sequential._cache._impl.locator
     assert type(locator) in ours
@@ -89,6 +89,13 @@ def test_package_locators_come_first_and_only_claim_package_files(tmp_path):
     # A user's cached function keeps numba's own locator and stamp.
     assert not getattr(type(user_function._cache._impl.locator), "_pymc_partitions", False)
     assert user_function(np.int64(1)) == 2
+
+
+def test_install_without_numba_internals_leaves_numba_alone(monkeypatch):
+    monkeypatch.delattr(caching, "CacheImpl")
+    if hasattr(caching, "_CacheImpl"):
+        monkeypatch.delattr(caching, "_CacheImpl")
+    assert _numba_cache.install() is False
 
 
 def test_digest_tracks_kernel_sources_not_pymc_adapter_edits(tmp_path, monkeypatch):
