@@ -26,6 +26,7 @@ Partition summaries (:mod:`pymc_partitions.summaries` for the algorithms): :func
 ``pm.sample_posterior_predictive`` itself draws collapsed likelihoods given the observed data).
 """
 
+from . import _numba_cache  # noqa: F401  (first: numba cache stamps before any njit module is imported)
 from . import datasets, partition
 from .priors import CRP, FiniteDirichlet, PitmanYor
 from .pymc.compat import add_groups, load, posterior_dataset, save

@@ -286,6 +286,65 @@ def test_label_invariant_hostile(result):
         pmp.label_invariant(compat.new_result({"posterior": negative}), partitions=["z"])
 
 
+def test_plain_az_summary_lists_label_invariant_quantities_first(result):
+    import arviz as az  # noqa: PLC0415
+
+    model, idata = result
+    post = pmp.posterior_dataset(idata)
+    # z is the first random variable of the model, yet its labels come last
+    assert list(post.data_vars) == ["z_n_clusters", "z_largest_share", "alpha", "z"]
+    assert post["z"].dims == ("chain", "draw", "item") and post.attrs.get("inference_library") == "pymc"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # ArviZ: R-hat of the constant first label
+        table = az.summary(idata)
+    rows = list(table.index)
+    assert rows[:3] == ["z_n_clusters", "z_largest_share", "alpha"]
+    assert rows[3:] == [f"z[{i}]" for i in range(len(Y))]
+    # the documented way to leave the labels out of plain az.summary
+    assert list(az.summary(idata, var_names=["~z"]).index) == ["z_n_clusters", "z_largest_share", "alpha"]
+
+
+def test_variable_order_in_every_group_pymc_builds():
+    with pm.Model() as model:
+        w = pmp.Partition("w", pmp.CRP(1.0), n=4, invariants=False)
+        mu = pm.Normal("mu", 0.0, 3.0)
+        z = pmp.Partition("z", pmp.CRP(1.0), n=len(Y))
+        pmp.NormalNormal("y", partition=z, mu0=mu, sigma0=5.0, sigma=1.0, observed=Y)
+        pmp.NormalNormal("v", partition=w, sigma0=5.0, sigma=1.0, observed=Y[:4])
+        pm.Deterministic("mu2", 2 * mu)
+        idata = pm.sample(draws=20, tune=10, chains=1, random_seed=5, progressbar=False,
+                          discard_tuned_samples=False, compute_convergence_checks=False)
+        prior = pm.sample_prior_predictive(draws=10, random_seed=1)
+    want = ["z_n_clusters", "z_largest_share", "mu", "mu2", "w", "z"]
+    assert list(pmp.posterior_dataset(idata).data_vars) == want
+    assert list(pmp.posterior_dataset(idata, "warmup_posterior").data_vars) == want
+    assert list(pmp.posterior_dataset(prior, "prior").data_vars) == want
+    k = pmp.posterior_dataset(idata)["z_n_clusters"].values
+    assert np.array_equal(k, cluster_counts(pmp.posterior_dataset(idata)["z"].values)[0])  # not shuffled
+    with pm.Model() as plain:  # no partition: PyMC's order untouched
+        pm.Normal("b")
+        pm.Normal("a")
+        idata = pm.sample(draws=10, tune=10, chains=1, random_seed=5, progressbar=False,
+                          compute_convergence_checks=False)
+    assert list(pmp.posterior_dataset(idata).data_vars) == ["b", "a"]
+
+
+def test_order_variables_hostile():
+    model = crp_model()
+    ds = xr.Dataset({"z": ("item", np.zeros(3, int)), "q": 1.0})
+    assert compat.order_variables(ds, None) is ds
+    assert list(compat.order_variables(ds, model).data_vars) == ["q", "z"]
+    no_parts = xr.Dataset({"q": 1.0, "alpha": 2.0})
+    assert compat.order_variables(no_parts, model) is no_parts
+    assert compat.order_variables("not a dataset", model) == "not a dataset"
+    assert compat.guard_variable_order() is True  # idempotent: wrapped once
+    import pymc.backends.arviz as backend  # noqa: PLC0415
+
+    converter = getattr(backend, "DataTreeConverter", None) or backend.InferenceDataConverter
+    method = converter.posterior_to_xarray
+    assert method._pmp_guard and not getattr(method.__wrapped__, "_pmp_guard", False)
+
+
 def test_top_level_posterior_dataset(result):
     _, idata = result
     assert pmp.posterior_dataset is compat.posterior_dataset

@@ -69,6 +69,14 @@ Differences handled here
    ``az.ess`` in PyMC 5, ``arviz_stats`` in PyMC 6) on every free random variable present in the
    posterior, the labels of a partition included. :func:`guard_convergence_checks` wraps it so
    that partitions are judged on label-invariant quantities instead.
+9. Variable order. Both lines build the ``posterior`` (and ``warmup_posterior``) group in
+   ``posterior_to_xarray`` of the converter in ``pymc.backends.arviz``
+   (``InferenceDataConverter`` in PyMC 5, a tuple of Datasets; ``DataTreeConverter`` in PyMC 6,
+   a dict of them), and the ``prior`` group in its ``priors_to_xarray``, in the order of the
+   trace's variable names (the labels first when the partition is the first random variable).
+   :func:`guard_variable_order` wraps both so that each partition's label-invariant
+   Deterministics come first and its labels last: plain ``az.summary(result)`` then starts with
+   them. (``pm.sample(trace=ZarrTrace(...))`` in PyMC 6 converts elsewhere and keeps its order.)
 """
 
 from __future__ import annotations
@@ -104,6 +112,8 @@ __all__ = [
     "guard_initvals",
     "guard_forward_sampling",
     "guard_convergence_checks",
+    "guard_variable_order",
+    "order_variables",
     "forward_sampling_guarded",
     "ChainSetupMixin",
     "setup_chain",
@@ -258,6 +268,62 @@ def guard_convergence_checks() -> bool:
     run_convergence_checks.__wrapped__ = original
     mcmc.run_convergence_checks = run_convergence_checks
     return True
+
+
+def order_variables(ds: xr.Dataset, model) -> xr.Dataset:
+    """``ds`` with the variables reordered: each partition's label-invariant Deterministics
+    (``<z>_n_clusters``, ``<z>_largest_share``) first, then every other variable in its order,
+    the partitions' labels last. ``ds`` itself when it holds no partition of ``model``."""
+    from .distributions import invariant_names, is_partition  # noqa: PLC0415
+
+    if not isinstance(ds, xr.Dataset) or model is None:
+        return ds
+    names = list(ds.data_vars)
+    parts = [rv.name for rv in getattr(model, "free_RVs", ()) if is_partition(rv) and rv.name in ds.data_vars]
+    if not parts:
+        return ds
+    first = [v for p in parts for v in invariant_names(p) if v in ds.data_vars]
+    order = first + [v for v in names if v not in first and v not in parts] + parts
+    if order == names:
+        return ds
+    return ds[order]
+
+
+def guard_variable_order() -> bool:
+    """Put label-invariant quantities before the labels in the groups PyMC builds (difference 9).
+    Idempotent; returns whether the hook is in place."""
+    import pymc.backends.arviz as backend  # noqa: PLC0415
+
+    converter = getattr(backend, "DataTreeConverter", None) or getattr(backend, "InferenceDataConverter", None)
+    if converter is None:  # a PyMC that converts differently: its order stays as it is
+        return False
+    placed = False
+    for method in ("posterior_to_xarray", "priors_to_xarray"):
+        original = getattr(converter, method, None)
+        if original is None:
+            continue
+        placed = True
+        if getattr(original, "_pmp_guard", False):
+            continue
+        setattr(converter, method, _ordering_wrapper(original))
+    return placed
+
+
+def _ordering_wrapper(original):
+    def convert(self, *args, **kwargs):
+        out = original(self, *args, **kwargs)
+        model = getattr(self, "model", None)
+        if isinstance(out, tuple):
+            return tuple(order_variables(ds, model) for ds in out)
+        if isinstance(out, dict):
+            return {k: order_variables(ds, model) for k, ds in out.items()}
+        return order_variables(out, model)
+
+    convert._pmp_guard = True
+    convert.__wrapped__ = original
+    convert.__name__ = original.__name__
+    convert.__doc__ = original.__doc__
+    return convert
 
 
 #: Why forward draws of collapsed likelihoods are refused when :func:`guard_forward_sampling` could

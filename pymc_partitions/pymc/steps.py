@@ -20,7 +20,7 @@ from ..samplers.jain_neal import JainNealKernel
 from ..samplers.pgsm import PGSMKernel
 from ..samplers.sams import SAMSKernel
 from .compat import (STEP_METHODS, BlockedStep, ChainSetupMixin, Competence, ancestors, guard_convergence_checks,
-                     guard_forward_sampling, guard_initvals)
+                     guard_forward_sampling, guard_initvals, guard_variable_order)
 from .distributions import constant_value, is_partition, prior_parameter_model
 from .terms import PartitionTerms, _resolve_rv
 
@@ -609,10 +609,12 @@ def register():
     values before PyMC casts them (:func:`~.compat.guard_initvals`), make
     ``pm.sample_posterior_predictive`` draw collapsed likelihoods given the observed data
     (:func:`~.compat.guard_forward_sampling`) and judge partitions on label-invariant quantities
-    in ``pm.sample``'s convergence checks (:func:`~.compat.guard_convergence_checks`)."""
+    in ``pm.sample``'s convergence checks (:func:`~.compat.guard_convergence_checks`), with
+    those quantities before the labels in the result (:func:`~.compat.guard_variable_order`)."""
     for cls in (CollapsedGibbs, EscobarWest, PriorSlice):
         if cls not in STEP_METHODS:
             STEP_METHODS.append(cls)
     guard_initvals()
     guard_forward_sampling()
     guard_convergence_checks()
+    guard_variable_order()
