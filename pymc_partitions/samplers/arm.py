@@ -181,6 +181,29 @@ def _forced_option(y, ti, tj, i, j, blk, wit, pos, nlive):
     return pos[r]
 
 
+@numba.njit(cache=True, error_model="numpy", inline="always")
+def _choose(logw, count, forced, o_forced, alloc_key, unit, res):
+    """One choice of a path among the options ``logw[:count]``: ``o_forced`` on a forced path, else
+    drawn with the unit's allocation uniform; log T (``res[R_LOGT]``) gains its log probability.
+    Returns the option, or -1 with the path's status set (DEAD_END: no option possible on a drawn
+    path; UNREACHABLE: the forced option is missing or impossible) and log T = -inf."""
+    lse = _log_normaliser(logw, count)
+    if forced:
+        o = o_forced
+    elif lse == -np.inf:
+        res[R_STATUS] = DEAD_END
+        res[R_LOGT] = -np.inf
+        return -1
+    else:
+        o = _pick(logw, count, keyed_uniform(alloc_key, unit), lse)
+    if o < 0 or logw[o] == -np.inf:
+        res[R_STATUS] = UNREACHABLE
+        res[R_LOGT] = -np.inf
+        return -1
+    res[R_LOGT] += logw[o] - lse
+    return o
+
+
 @numba.njit(cache=True, error_model="numpy")
 def _copy_row(stats, dst, src):
     for c in range(stats.shape[1]):
@@ -400,7 +423,6 @@ def _arm_path(x, za, zb, i, j, perm, rank, alloc_key, forced, target, prior_code
     if nf > 0:
         net_fill(E, net_ho, hyper, n, blk)
 
-    log_t = 0.0
     logw = np.empty(n_rows + 1)
     cand = np.empty(n_rows + 1)
     lm = np.empty(n_rows)
@@ -426,20 +448,10 @@ def _arm_path(x, za, zb, i, j, perm, rank, alloc_key, forced, target, prior_code
                           logw, nw1)
             logw[nlive] += nw1[0]
             net_clear_counts(nout[f], ninn[f], ntouch[f], ct)
-        lse = _log_normaliser(logw, nlive + 1)
-        if forced:
-            o = _forced_option(target[e], ti, tj, i, j, blk, wit, pos, nlive)
-        elif lse == -np.inf:
-            res[R_STATUS] = DEAD_END
-            res[R_LOGT] = -np.inf
+        o = _choose(logw, nlive + 1, forced, _forced_option(target[e], ti, tj, i, j, blk, wit, pos, nlive) if forced
+                    else -1, alloc_key, e, res)
+        if o < 0:
             return
-        else:
-            o = _pick(logw, nlive + 1, keyed_uniform(alloc_key, e), lse)
-        if o < 0 or logw[o] == -np.inf:
-            res[R_STATUS] = UNREACHABLE
-            res[R_LOGT] = -np.inf
-            return
-        log_t += logw[o] - lse
         if o < nlive:
             r = live[o]
             pack_merge(codes, dims, stat_off, hyper_off, hyper, stats, r, ra, citems, cstart[a], s, work)
@@ -496,20 +508,10 @@ def _arm_path(x, za, zb, i, j, perm, rank, alloc_key, forced, target, prior_code
                 net_join_logw(E, f, hyper, net_ho[f], size, live, nlive, live, nlive, nout[f], ninn[f], 1.0, 0.0, logw,
                               nw1)
                 logw[nlive] += nw1[0]
-            lse = _log_normaliser(logw, nlive + 1)
-            if forced:
-                o = _forced_option(target[h], ti, tj, i, j, blk, wit, pos, nlive)
-            elif lse == -np.inf:
-                res[R_STATUS] = DEAD_END
-                res[R_LOGT] = -np.inf
+            o = _choose(logw, nlive + 1, forced, _forced_option(target[h], ti, tj, i, j, blk, wit, pos, nlive)
+                        if forced else -1, alloc_key, h, res)
+            if o < 0:
                 return
-            else:
-                o = _pick(logw, nlive + 1, keyed_uniform(alloc_key, h), lse)
-            if o < 0 or logw[o] == -np.inf:
-                res[R_STATUS] = UNREACHABLE
-                res[R_LOGT] = -np.inf
-                return
-            log_t += logw[o] - lse
             if o == nlive:
                 r = new0 + nnew
                 nnew += 1
@@ -572,21 +574,10 @@ def _arm_path(x, za, zb, i, j, perm, rank, alloc_key, forced, target, prior_code
                     net_join_logw(E, f, hyper, net_ho[f], size, live, nlive, rows3, m, nout[f], ninn[f], 1.0, 0.0,
                                   logw, nw1)
                     logw[m] += nw1[0]
-            lse = _log_normaliser(logw, m + 1)
-            if forced:
-                y = target[h]
-                o = 0 if y == ti else (1 if split and y == tj else m)
-            elif lse == -np.inf:
-                res[R_STATUS] = DEAD_END
-                res[R_LOGT] = -np.inf
+            y = target[h]
+            o = _choose(logw, m + 1, forced, 0 if y == ti else (1 if split and y == tj else m), alloc_key, h, res)
+            if o < 0:
                 return
-            else:
-                o = _pick(logw, m + 1, keyed_uniform(alloc_key, h), lse)
-            if logw[o] == -np.inf:
-                res[R_STATUS] = UNREACHABLE
-                res[R_LOGT] = -np.inf
-                return
-            log_t += logw[o] - lse
             if o == m:
                 _copy_row(stats, b, backup)
                 size[b] += 1
@@ -605,7 +596,6 @@ def _arm_path(x, za, zb, i, j, perm, rank, alloc_key, forced, target, prior_code
                     nlive = _live_remove(live, pos, nlive, b)
 
     res[R_KEND] = canonicalize_into(blk, out)
-    res[R_LOGT] = log_t
     if forced:
         canon_target = np.empty(n, np.int64)
         canonicalize_into(target, canon_target)
@@ -773,10 +763,17 @@ def _oriented_pair(pair, za, zb, owner):
     return i, j
 
 
-def _log_acceptance_uniform(seed):
-    """log of the move's acceptance uniform (-inf for an exact 0)."""
-    u = float(_acceptance(seed))
-    return math.log(u) if u > 0.0 else -math.inf
+def _canonical(labels):
+    out = np.empty(labels.shape[0], np.int64)
+    canonicalize_into(labels, out)
+    return out
+
+
+def _metropolis(labels, proposal, log_ratio, u):
+    """The Metropolis-Hastings test of a move (ARM, Jain-Neal) with its acceptance uniform ``u``:
+    (canonical labels after the move, accepted). A NaN ratio rejects."""
+    accepted = bool((math.log(u) if u > 0.0 else -math.inf) < log_ratio)
+    return (proposal.copy() if accepted else _canonical(labels)), accepted
 
 
 @numba.njit(cache=True)
@@ -808,20 +805,14 @@ def _run(labels, pack, prior_code, prior_params, za, zb, i, j, perm, rank, seed,
     if status != OK:  # a dead end (every option of a draw impossible), or a forced proposal with no path
         info.update(accepted=False, log_ratio=-math.inf, delta_k=0, log_forward=-math.inf, log_reverse=math.nan,
                     proposal=None, dead_end=status == DEAD_END)
-        out = np.empty(n, np.int64)
-        canonicalize_into(labels, out)
-        return out, info
+        return _canonical(labels), info
     log_ratio = _log_ratio(res_f[R_LOGPI], res_r[R_LOGPI], res_f[R_LOGT], res_r[R_LOGT])
-    accepted = bool(_log_acceptance_uniform(seed) < log_ratio)  # (False for NaN)
+    state, accepted = _metropolis(labels, proposal, log_ratio, float(_acceptance(seed)))
     k_after = int(res_f[R_KEND]) if accepted else int(res_f[R_KSTART])
     info.update(accepted=accepted, log_ratio=float(log_ratio), delta_k=k_after - int(res_f[R_KSTART]),
                 log_forward=float(res_f[R_LOGT]), log_reverse=float(res_r[R_LOGT]), proposal=proposal,
                 dead_end=False, log_target=(float(res_f[R_LOGPI]), float(res_r[R_LOGPI])))
-    if accepted:
-        return proposal.copy(), info
-    out = np.empty(n, np.int64)
-    canonicalize_into(labels, out)
-    return out, info
+    return state, info
 
 
 def _order(n, seed):
@@ -988,8 +979,7 @@ class ARMKernel:
         seed = check_seed(seed, owner)
         chosen = _select(za, zb, seed)
         if chosen is None:
-            out = np.empty(n, np.int64)
-            canonicalize_into(labels, out)
+            out = _canonical(labels)
             return out, _skipped(out)
         (i, j), (za, zb) = chosen
         perm, rank = _order(n, seed)
