@@ -81,7 +81,7 @@ from ..partition import as_labels, canonicalize_into, integer_labels
 from ..priors import log_eppf_sizes, log_join_set_weight, log_join_weight, log_new_set_weight, log_new_weight
 from ..families.network import net_add_node, net_clear_counts, net_join_logw, net_node_counts
 from .gibbs import check_model
-from .network import net_fill, net_set_counts, net_total, network_offsets
+from .network import net_fill, net_grow, net_set_counts, net_total, network_offsets
 
 __all__ = ["arm_move", "arm_log_proposal", "arm_select_pair", "ARMKernel", "alternating_roles", "ReferencePool",
            "MODES"]
@@ -89,8 +89,8 @@ __all__ = ["arm_move", "arm_log_proposal", "arm_select_pair", "ARMKernel", "alte
 SELECTION, ORDER, ALLOCATION, ACCEPTANCE = 0, 1, 2, 3  # streams of a move's seed
 OK, DEAD_END, UNREACHABLE = 0, 1, 2  # status of a path
 # layout of a path's record
-R_LOGT, R_LOGPI, R_STATUS, R_SPLIT, R_USIZE, R_NREF, R_KSTART, R_KEND = range(8)
-RECORD = 8
+R_LOGT, R_LOGPI, R_STATUS, R_SPLIT, R_USIZE, R_NREF, R_KSTART, R_KEND, R_EROWS = range(9)
+RECORD = 9
 
 
 # ----------------------------------------------------------------------------- compiled helpers
@@ -205,6 +205,15 @@ def _choose(logw, count, forced, o_forced, alloc_key, unit, res):
 
 
 @numba.njit(cache=True, error_model="numpy")
+def _edge_room(E, r, k, max_slots):
+    """``E`` with a row and column for block slot ``r``: grown (zeros) when full, the part past
+    x's k blocks doubling, at most ``max_slots`` rows."""
+    if E.shape[0] == 0 or r < E.shape[1]:
+        return E
+    return net_grow(E, min(max_slots, max(r + 1, k + 2 * (E.shape[1] - k))))
+
+
+@numba.njit(cache=True, error_model="numpy")
 def _copy_row(stats, dst, src):
     for c in range(stats.shape[1]):
         stats[dst, c] = stats[src, c]
@@ -251,12 +260,18 @@ def _arm_path(x, za, zb, i, j, perm, rank, alloc_key, forced, target, prior_code
     ``alloc_key``/item for each unit) or forcing them towards ``target``. Writes the canonical end
     state into ``out`` and the record into ``res``: log T (-inf if no path), log pi(x), status (OK,
     DEAD_END: every option of a draw impossible, UNREACHABLE: no forced path), split launch, |U|,
-    refinement blocks moved as units, K of x, K of the end state. A forced path that fails its
-    first checks stops before log pi(x) is computed (NaN).
+    refinement blocks moved as units, K of x, K of the end state, rows of the edge-count matrices.
+    A forced path that fails its first checks stops before log pi(x) is computed (NaN).
 
-    Network families (hyper offsets ``net_ho``): ``E[f]`` counts the edges between the rows of
-    the items placed so far (``blk >= 0``), and every weight adds the change of the block-pair
-    terms (``families.network.net_join_logw``) over all live rows: O(R^2) memory for R rows."""
+    Blocks live in *slots*: x's K blocks keep theirs (0..K-1), a block the path opens takes the
+    next one (K, K + 1, ...); at most K_U are opened, K_U <= min(|U|, K of the end state), since
+    each keeps a distinct item of U for good. Network families (hyper offsets ``net_ho``):
+    ``E[f]`` counts the edges between the slots of the items placed so far (``blk >= 0``), and
+    every weight adds the change of the block-pair terms (``families.network.net_join_logw``)
+    over the live slots. ``E`` starts with K + 2 rows and grows as blocks open (the opened part
+    doubling), so it holds at most K + 2 K_U rows (``R_EROWS``): memory O(nf (K + K_U)^2),
+    the order of a Gibbs sweep's edge counts on these states, whatever |U| and n. Everything
+    else is O(n + edges + (K + |U|) width)."""
     n = x.shape[0]
     for c in range(RECORD):
         res[c] = 0.0
@@ -360,9 +375,11 @@ def _arm_path(x, za, zb, i, j, perm, rank, alloc_key, forced, target, prior_code
     for q in range(ng):
         is_earmark[em[gl[q]]] = True
 
-    # statistics rows: blocks of x, refinement blocks, new blocks of the item loop, spare rows
-    new0 = k + nc
-    empty = new0 + nu
+    # statistics rows: block slots (x's k blocks, then the blocks the path opens: at most one per
+    # item of U, each keeping a distinct item of U), the refinement blocks' sets, spare rows
+    max_slots = k + nu
+    ref0 = max_slots
+    empty = ref0 + nc
     work_row = empty + 1
     backup = empty + 2
     n_rows = empty + 3
@@ -377,9 +394,10 @@ def _arm_path(x, za, zb, i, j, perm, rank, alloc_key, forced, target, prior_code
                        scratch)
         log_pi += pack_log_marginal(codes, dims, stat_off, hyper_off, hyper, stats, b)
     nf = net_ho.shape[0]
-    E = np.zeros((nf, n_rows if nf > 0 else 0, n_rows if nf > 0 else 0))
-    nout = np.zeros((nf, n_rows))
-    ninn = np.zeros((nf, n_rows))
+    e_rows = k + 2 if nf > 0 else 0  # the launch's blocks; grown by _edge_room as the path opens more
+    E = np.zeros((nf, e_rows, e_rows))
+    nout = np.zeros((nf, max_slots))
+    ninn = np.zeros((nf, max_slots))
     n_touch = 2 * n
     for f in range(nf):
         n_touch = max(n_touch, 2 * int(hyper[net_ho[f] + 3]))
@@ -390,7 +408,7 @@ def _arm_path(x, za, zb, i, j, perm, rank, alloc_key, forced, target, prior_code
         log_pi += net_total(E, net_ho, hyper, xsize, np.arange(k), k)
     res[R_LOGPI] = log_pi + log_eppf_sizes(prior_code, prior_params, xsize)
     for c in range(nc):
-        pack_set_stats(codes, dims, data_off, stat_off, hyper_off, hyper, stats, k + c, data, citems, cstart[c],
+        pack_set_stats(codes, dims, data_off, stat_off, hyper_off, hyper, stats, ref0 + c, data, citems, cstart[c],
                        cs[c], scratch)
 
     # launch state
@@ -405,14 +423,17 @@ def _arm_path(x, za, zb, i, j, perm, rank, alloc_key, forced, target, prior_code
     for h in range(n):
         if not in_u[h]:
             blk[h] = cx[h]
-    pi_row = k + ci
-    pj_row = k + cj
+    pi_row = k
+    pj_row = k + 1 if split else k
+    n_slots = pj_row + 1  # slots in use
+    _copy_row(stats, pi_row, ref0 + ci)
     size[pi_row] = cs[ci]
-    size[pj_row] = cs[cj]
-    if not split:
-        pack_merge(codes, dims, stat_off, hyper_off, hyper, stats, pi_row, pj_row, citems, cstart[cj], cs[cj], work)
+    if split:
+        _copy_row(stats, pj_row, ref0 + cj)
+        size[pj_row] = cs[cj]
+    else:
+        pack_merge(codes, dims, stat_off, hyper_off, hyper, stats, pi_row, ref0 + cj, citems, cstart[cj], cs[cj], work)
         size[pi_row] += cs[cj]
-        pj_row = pi_row
     nlive = _live_add(live, pos, nlive, pi_row)
     if split:
         nlive = _live_add(live, pos, nlive, pj_row)
@@ -430,12 +451,12 @@ def _arm_path(x, za, zb, i, j, perm, rank, alloc_key, forced, target, prior_code
         for q in range(nlive):
             lm[live[q]] = pack_log_marginal(codes, dims, stat_off, hyper_off, hyper, stats, live[q])
         for q in range(ng):
-            lm[k + gl[q]] = pack_log_marginal(codes, dims, stat_off, hyper_off, hyper, stats, k + gl[q])
+            lm[ref0 + gl[q]] = pack_log_marginal(codes, dims, stat_off, hyper_off, hyper, stats, ref0 + gl[q])
 
     # refinement blocks, as units (eq. 5-7)
     for t in range(ng):
         a = gl[gorder[t]]
-        ra = k + a
+        ra = ref0 + a
         s = cs[a]
         e = em[a]
         _set_join_weights(stats, live, nlive, size, lm, ra, s, citems, cstart[a], work_row, cand, logw, prior_code,
@@ -458,8 +479,12 @@ def _arm_path(x, za, zb, i, j, perm, rank, alloc_key, forced, target, prior_code
             size[r] += s
             lm[r] = cand[o]
         else:
-            r = ra
+            r = n_slots
+            n_slots += 1
+            E = _edge_room(E, r, k, max_slots)
+            _copy_row(stats, r, ra)
             size[r] = s
+            lm[r] = lm[ra]
             nlive = _live_add(live, pos, nlive, r)
         for q in range(cstart[a], cstart[a + 1]):
             blk[citems[q]] = r
@@ -478,7 +503,6 @@ def _arm_path(x, za, zb, i, j, perm, rank, alloc_key, forced, target, prior_code
     rows3 = np.empty(3, np.int64)
     one = np.empty(1)
     empty_rows = np.full(1, empty, np.int64)
-    nnew = 0
     for t in range(n):
         h = perm[t]
         if h == i or h == j or is_earmark[h]:
@@ -513,8 +537,9 @@ def _arm_path(x, za, zb, i, j, perm, rank, alloc_key, forced, target, prior_code
             if o < 0:
                 return
             if o == nlive:
-                r = new0 + nnew
-                nnew += 1
+                r = n_slots
+                n_slots += 1
+                E = _edge_room(E, r, k, max_slots)
                 _copy_row(stats, r, empty)
                 nlive = _live_add(live, pos, nlive, r)
             else:
@@ -596,6 +621,7 @@ def _arm_path(x, za, zb, i, j, perm, rank, alloc_key, forced, target, prior_code
                     nlive = _live_remove(live, pos, nlive, b)
 
     res[R_KEND] = canonicalize_into(blk, out)
+    res[R_EROWS] = E.shape[1]
     if forced:
         canon_target = np.empty(n, np.int64)
         canonicalize_into(target, canon_target)
@@ -889,12 +915,22 @@ def arm_log_proposal(labels, proposal, pack: FamilyPack, prior_code: int, prior_
     i, j = _oriented_pair(pair, za, zb, owner)
     seed = check_seed(seed, owner)
     perm, rank = _order(n, seed if order_seed is None else _named_seed(order_seed, "order_seed", owner))
+    _, res = _path_record(labels, pack, prior_code, prior_params, za, zb, i, j, perm, rank, seed, proposal)
+    return float(res[R_LOGT])
+
+
+def _path_record(labels, pack, prior_code, prior_params, za, zb, i, j, perm, rank, seed, target=None):
+    """(end state, record) of one path of the procedure (checked arguments): drawn with ``seed``'s
+    allocation uniforms, or forced to ``target``. The tests read its record (``R_EROWS``...)."""
+    n = labels.shape[0]
     out = np.empty(n, np.int64)
     res = np.empty(RECORD)
-    _arm_path(labels, za, zb, i, j, perm, rank, np.uint64(0), True, proposal, prior_code, prior_params,
-              pack.codes, pack.dims, pack.data_off, pack.stat_off, pack.hyper_off, pack.hyper, pack.data, pack.width,
-              merge_work_size(pack.codes, pack.dims), out, res, network_offsets(pack))
-    return float(res[R_LOGT])
+    forced = target is not None
+    _arm_path(labels, za, zb, i, j, perm, rank, np.uint64(0 if forced else stream_key(seed, ALLOCATION)), forced,
+              target if forced else labels, prior_code, prior_params, pack.codes, pack.dims, pack.data_off,
+              pack.stat_off, pack.hyper_off, pack.hyper, pack.data, pack.width, merge_work_size(pack.codes, pack.dims),
+              out, res, network_offsets(pack))
+    return out, res
 
 
 def arm_select_pair(references, seed):
