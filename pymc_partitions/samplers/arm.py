@@ -204,6 +204,32 @@ def _choose(logw, count, forced, o_forced, alloc_key, unit, res):
     return o
 
 
+@numba.njit(cache=True, error_model="numpy", inline="always")
+def _new_block_logw(prior_code, prior_params, k_other, codes, dims, data_off, stat_off, hyper_off, hyper, stats,
+                    empty_rows, data, h, scratch, one):
+    """Log weight of item ``h`` opening a block beside ``k_other`` others: the prior's new-block
+    weight plus h's predictive under the empty row ``empty_rows[0]`` (-inf if the prior has no
+    new block left)."""
+    w = log_new_weight(prior_code, prior_params, k_other)
+    if w > -np.inf:
+        one[0] = w
+        pack_log_preds(codes, dims, data_off, stat_off, hyper_off, hyper, stats, empty_rows, runtime_int(1), data, h,
+                       scratch, one)
+        w = one[0]
+    return w
+
+
+@numba.njit(cache=True, error_model="numpy", inline="always")
+def _net_join(E, f, hyper, ho, size, live, nlive, cands, n_cands, out, inn, cs, internal, logw, new_at, nw1):
+    """Network family f's block-pair terms of a set of ``cs`` nodes (edges ``out``/``inn`` to each
+    slot, ``internal`` inside) joining ``cands[:n_cands]`` added to ``logw[:n_cands]``, and those
+    of opening a block of its own to ``logw[new_at]`` (none if ``new_at`` < 0)."""
+    nw1[0] = 0.0
+    net_join_logw(E, f, hyper, ho, size, live, nlive, cands, n_cands, out, inn, cs, internal, logw, nw1)
+    if new_at >= 0:
+        logw[new_at] += nw1[0]
+
+
 @numba.njit(cache=True, error_model="numpy")
 def _edge_room(E, r, k, max_slots):
     """``E`` with a row and column for block slot ``r``: grown (zeros) when full, the part past
@@ -464,10 +490,8 @@ def _arm_path(x, za, zb, i, j, perm, rank, alloc_key, forced, target, prior_code
         for f in range(nf):
             ct, internal = net_set_counts(hyper, net_ho[f], n, blk, citems, cstart[a], s, cid, a, nout[f], ninn[f],
                                           ntouch[f])
-            nw1[0] = 0.0
-            net_join_logw(E, f, hyper, net_ho[f], size, live, nlive, live, nlive, nout[f], ninn[f], float(s), internal,
-                          logw, nw1)
-            logw[nlive] += nw1[0]
+            _net_join(E, f, hyper, net_ho[f], size, live, nlive, live, nlive, nout[f], ninn[f], float(s), internal,
+                      logw, nlive, nw1)
             net_clear_counts(nout[f], ninn[f], ntouch[f], ct)
         o = _choose(logw, nlive + 1, forced, _forced_option(target[e], ti, tj, i, j, blk, wit, pos, nlive) if forced
                     else -1, alloc_key, e, res)
@@ -520,18 +544,11 @@ def _arm_path(x, za, zb, i, j, perm, rank, alloc_key, forced, target, prior_code
                 logw[q] = log_join_weight(prior_code, prior_params, size[live[q]])
             pack_log_preds(codes, dims, data_off, stat_off, hyper_off, hyper, stats, live, nlive, data, h, scratch,
                            logw)
-            w = log_new_weight(prior_code, prior_params, nlive)
-            if w > -np.inf:
-                one[0] = w
-                pack_log_preds(codes, dims, data_off, stat_off, hyper_off, hyper, stats, empty_rows, runtime_int(1), data, h,
-                               scratch, one)
-                w = one[0]
-            logw[nlive] = w
+            logw[nlive] = _new_block_logw(prior_code, prior_params, nlive, codes, dims, data_off, stat_off, hyper_off,
+                                          hyper, stats, empty_rows, data, h, scratch, one)
             for f in range(nf):
-                nw1[0] = 0.0
-                net_join_logw(E, f, hyper, net_ho[f], size, live, nlive, live, nlive, nout[f], ninn[f], 1.0, 0.0, logw,
-                              nw1)
-                logw[nlive] += nw1[0]
+                _net_join(E, f, hyper, net_ho[f], size, live, nlive, live, nlive, nout[f], ninn[f], 1.0, 0.0, logw, nlive,
+                          nw1)
             o = _choose(logw, nlive + 1, forced, _forced_option(target[h], ti, tj, i, j, blk, wit, pos, nlive)
                         if forced else -1, alloc_key, h, res)
             if o < 0:
@@ -581,24 +598,16 @@ def _arm_path(x, za, zb, i, j, perm, rank, alloc_key, forced, target, prior_code
                 pack_log_preds(codes, dims, data_off, stat_off, hyper_off, hyper, stats, rows3, m + 1, data, h,
                                scratch, logw)
                 for f in range(nf):
-                    nw1[0] = 0.0
-                    net_join_logw(E, f, hyper, net_ho[f], size, live, nlive, rows3, m + 1, nout[f], ninn[f], 1.0, 0.0,
-                                  logw, nw1)
+                    _net_join(E, f, hyper, net_ho[f], size, live, nlive, rows3, m + 1, nout[f], ninn[f], 1.0, 0.0, logw,
+                              -1, nw1)
             else:  # alone: staying is a block of its own
                 pack_log_preds(codes, dims, data_off, stat_off, hyper_off, hyper, stats, rows3, m, data, h, scratch,
                                logw)
-                w = log_new_weight(prior_code, prior_params, nlive - 1)
-                if w > -np.inf:
-                    one[0] = w
-                    pack_log_preds(codes, dims, data_off, stat_off, hyper_off, hyper, stats, empty_rows, runtime_int(1), data, h,
-                                   scratch, one)
-                    w = one[0]
-                logw[m] = w
+                logw[m] = _new_block_logw(prior_code, prior_params, nlive - 1, codes, dims, data_off, stat_off,
+                                          hyper_off, hyper, stats, empty_rows, data, h, scratch, one)
                 for f in range(nf):
-                    nw1[0] = 0.0
-                    net_join_logw(E, f, hyper, net_ho[f], size, live, nlive, rows3, m, nout[f], ninn[f], 1.0, 0.0,
-                                  logw, nw1)
-                    logw[m] += nw1[0]
+                    _net_join(E, f, hyper, net_ho[f], size, live, nlive, rows3, m, nout[f], ninn[f], 1.0, 0.0, logw, m,
+                              nw1)
             y = target[h]
             o = _choose(logw, m + 1, forced, 0 if y == ti else (1 if split and y == tj else m), alloc_key, h, res)
             if o < 0:
