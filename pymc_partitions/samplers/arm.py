@@ -81,7 +81,7 @@ from ..partition import as_labels, canonicalize_into, integer_labels
 from ..priors import log_eppf_sizes, log_join_set_weight, log_join_weight, log_new_set_weight, log_new_weight
 from ..families.network import net_add_node, net_clear_counts, net_join_logw, net_node_counts
 from .gibbs import check_model
-from .network import net_fill, net_grow, net_set_counts, net_total, network_offsets
+from .network import net_fill, net_set_counts, net_total, network_offsets
 
 __all__ = ["arm_move", "arm_log_proposal", "arm_select_pair", "ARMKernel", "alternating_roles", "ReferencePool",
            "MODES"]
@@ -231,15 +231,6 @@ def _net_join(E, f, hyper, ho, size, live, nlive, cands, n_cands, out, inn, cs, 
 
 
 @numba.njit(cache=True, error_model="numpy")
-def _edge_room(E, r, k, max_slots):
-    """``E`` with a row and column for block slot ``r``: grown (zeros) when full, the part past
-    x's k blocks doubling, at most ``max_slots`` rows."""
-    if E.shape[0] == 0 or r < E.shape[1]:
-        return E
-    return net_grow(E, min(max_slots, max(r + 1, k + 2 * (E.shape[1] - k))))
-
-
-@numba.njit(cache=True, error_model="numpy")
 def _copy_row(stats, dst, src):
     for c in range(stats.shape[1]):
         stats[dst, c] = stats[src, c]
@@ -279,9 +270,26 @@ def _set_join_weights(stats, live, nlive, size, lm, ra, s, members, start, work_
     logw[nlive] = w + lm[ra] if w > -np.inf else -np.inf
 
 
+E_ROOM = 4  # blocks a path may open before its edge counts need more room (network families)
+
+
 @numba.njit(cache=True, error_model="numpy")
 def _arm_path(x, za, zb, i, j, perm, rank, alloc_key, forced, target, prior_code, prior_params,
               codes, dims, data_off, stat_off, hyper_off, hyper, data, width, work_size, out, res, net_ho):
+    """:func:`_arm_path_room` with edge counts for ``E_ROOM`` opened blocks, run again with twice
+    the room while a path needs more (same randomness: the same path)."""
+    room = E_ROOM
+    while True:
+        _arm_path_room(x, za, zb, i, j, perm, rank, alloc_key, forced, target, prior_code, prior_params, codes, dims,
+                       data_off, stat_off, hyper_off, hyper, data, width, work_size, out, res, net_ho, room)
+        if res[R_EROWS] >= 0:
+            return
+        room *= 2
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _arm_path_room(x, za, zb, i, j, perm, rank, alloc_key, forced, target, prior_code, prior_params,
+                   codes, dims, data_off, stat_off, hyper_off, hyper, data, width, work_size, out, res, net_ho, room):
     """The ARM procedure from ``x`` (Algorithm 3), drawing its choices (``forced`` False: uniform
     ``alloc_key``/item for each unit) or forcing them towards ``target``. Writes the canonical end
     state into ``out`` and the record into ``res``: log T (-inf if no path), log pi(x), status (OK,
@@ -294,10 +302,12 @@ def _arm_path(x, za, zb, i, j, perm, rank, alloc_key, forced, target, prior_code
     each keeps a distinct item of U for good. Network families (hyper offsets ``net_ho``):
     ``E[f]`` counts the edges between the slots of the items placed so far (``blk >= 0``), and
     every weight adds the change of the block-pair terms (``families.network.net_join_logw``)
-    over the live slots. ``E`` starts with K + 2 rows and grows as blocks open (the opened part
-    doubling), so it holds at most K + 2 K_U rows (``R_EROWS``): memory O(nf (K + K_U)^2),
-    the order of a Gibbs sweep's edge counts on these states, whatever |U| and n. Everything
-    else is O(n + edges + (K + |U|) width)."""
+    over the live slots. ``E`` has K + min(|U|, ``room``) rows; a path that opens more blocks stops
+    with ``R_EROWS`` = -1 (:func:`_arm_path` runs it again with twice the room: no array is
+    rebound inside the loops, which would slow every family's path), so in the end ``E`` holds
+    at most K + max(E_ROOM, 2 K_U) rows: memory O(nf (K + K_U)^2), the order of a Gibbs sweep's
+    edge counts on these states, whatever |U| and n. Everything else is O(n + edges + (K + |U|)
+    width)."""
     n = x.shape[0]
     for c in range(RECORD):
         res[c] = 0.0
@@ -420,7 +430,7 @@ def _arm_path(x, za, zb, i, j, perm, rank, alloc_key, forced, target, prior_code
                        scratch)
         log_pi += pack_log_marginal(codes, dims, stat_off, hyper_off, hyper, stats, b)
     nf = net_ho.shape[0]
-    e_rows = k + 2 if nf > 0 else 0  # the launch's blocks; grown by _edge_room as the path opens more
+    e_rows = k + min(nu, room) if nf > 0 else 0
     E = np.zeros((nf, e_rows, e_rows))
     nout = np.zeros((nf, max_slots))
     ninn = np.zeros((nf, max_slots))
@@ -505,7 +515,9 @@ def _arm_path(x, za, zb, i, j, perm, rank, alloc_key, forced, target, prior_code
         else:
             r = n_slots
             n_slots += 1
-            E = _edge_room(E, r, k, max_slots)
+            if nf > 0 and r >= e_rows:  # no room for its edge counts: run again with more
+                res[R_EROWS] = -1.0
+                return
             _copy_row(stats, r, ra)
             size[r] = s
             lm[r] = lm[ra]
@@ -556,7 +568,9 @@ def _arm_path(x, za, zb, i, j, perm, rank, alloc_key, forced, target, prior_code
             if o == nlive:
                 r = n_slots
                 n_slots += 1
-                E = _edge_room(E, r, k, max_slots)
+                if nf > 0 and r >= e_rows:
+                    res[R_EROWS] = -1.0
+                    return
                 _copy_row(stats, r, empty)
                 nlive = _live_add(live, pos, nlive, r)
             else:
