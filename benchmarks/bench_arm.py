@@ -6,6 +6,7 @@ cost of one ARM move in Gibbs sweeps.
     PYTHONPATH=. python benchmarks/bench_arm.py --quick    # one data set per d, 1000 iterations (~70 s CPU)
     PYTHONPATH=. python benchmarks/bench_arm.py --only networks   # section 3 alone (~4 CPU minutes)
     PYTHONPATH=. python benchmarks/bench_arm.py --only netcost    # its node-move cost table alone
+    PYTHONPATH=. python benchmarks/bench_arm.py --only restarts   # section 3b alone (~4 CPU minutes)
 
 Prints markdown tables; never fails (benchmarks measure, tests assert). Everything runs in one
 process after numba warm-up calls, kernels called directly (``pymc_partitions.samplers``), CPU
@@ -60,6 +61,13 @@ charged). Prior CRP(1) and Beta(1, 1) throughout (seed 004: alpha = beta0+ = bet
    two passive chains, so S >= 3), and the CPU of one network Gibbs node move (a sweep / n) at
    n = 1000 and 10^4 with K = 5, 20 and 50 planted blocks, started at the planted partition: the
    cached kernel against the O(degree + K^2) reference, same random numbers, one process.
+3b. **R-hat across restarts** (seed 004 Tables 3-4 and Fig. 6a as the paper computes them): karate
+   and the planted partition of n = 200; Gibbs, Gibbs + SM and Gibbs + ARM (``moves=2``), each
+   run as 4 independent restarts (populations of S = 8 chains, each from one block after 50 Gibbs
+   sweeps of its own) to the same CPU budget; R-hat of the log joint for each chain index across
+   the 4 restarts, second half of the iterations made within 1/4, 1/2 and all of the budget:
+   mean ± sd over the chain indices. Then ARM with S = 4, 8, 16 chains (a fixed number of
+   iterations, 4 restarts each) and SM with S = 8 beside it (Fig. 6a).
 """
 
 from __future__ import annotations
@@ -107,9 +115,11 @@ PAPER_NAME = {"Gibbs": "Gibbs", "SM": "SM", "ARM x2": "ARM"}  # the paper's rows
 
 SETTINGS = {
     "full": dict(d=(6, 8, 10), datasets=8, T=2000, speed_n=(10, 100, 1000), speed_d=(6, 10), speed_burn=200,
-                 speed_rounds=60, net_budget=(4.0, 15.0, 40.0), net_s_iters=300, net_cost=((1000, 20), (10_000, 5))),
+                 speed_rounds=60, net_budget=(4.0, 15.0, 40.0), net_s_iters=300, net_cost=((1000, 20), (10_000, 5)),
+                 net_restarts=4, net_restart_budget=(3.0, 8.0), net_restart_iters=400),
     "quick": dict(d=(6, 8, 10), datasets=1, T=1000, speed_n=(10, 100, 1000), speed_d=(6,), speed_burn=60,
-                  speed_rounds=20, net_budget=(1.0, 3.0, 8.0), net_s_iters=100, net_cost=((1000, 5), (10_000, 2))),
+                  speed_rounds=20, net_budget=(1.0, 3.0, 8.0), net_s_iters=100, net_cost=((1000, 5), (10_000, 2)),
+                  net_restarts=4, net_restart_budget=(0.5, 1.5), net_restart_iters=100),
 }
 
 
@@ -435,14 +445,27 @@ PAPER_NET = "NIPS 1: SM 0.48, ARM 19.41 (R-hat 24.88 / 2.43 / 1.09); Hagmann 0.2
 NET_METHODS = {"Gibbs": "Gibbs", "Gibbs+SM": "SM", "Gibbs+ARM": "ARM x2"}
 
 
-def run_budget(method, problem, states, budget, seed):
-    """Iterations until the population's CPU passes ``budget`` seconds; the log joint traces."""
+def run_budget(method, problem, states, budget, seed, iterations=None):
+    """Iterations until the population's CPU passes ``budget`` seconds (or exactly ``iterations``):
+    (population, log joint traces (chains, iterations), the population's CPU after each iteration)."""
     pop = Population(method, problem, states, seed)
-    lj = []
-    while (pop.move_cpu.sum() + pop.sweep_cpu.sum()) < budget:
+    lj, cpu = [], []
+    while (pop.move_cpu.sum() + pop.sweep_cpu.sum() < budget) if iterations is None else pop.t < iterations:
         pop.iterate()
         lj.append(pop.lj.copy())
-    return pop, np.array(lj).T
+        cpu.append(pop.move_cpu.sum() + pop.sweep_cpu.sum())
+    return pop, np.array(lj).T, np.array(cpu)
+
+
+def rhat_across_restarts(runs, cpu_limit=None):
+    """Seed 004's R-hat (Tables 3-4): for each chain index s, R-hat of the log joint across the
+    restarts' chain s, on the second half of the iterations made within ``cpu_limit`` CPU seconds
+    (all if None; the restarts cut to a common length); returns (per-chain R-hats, iterations)."""
+    ends = [len(cpu) if cpu_limit is None else int(np.searchsorted(cpu, cpu_limit, side="right")) for _, cpu in runs]
+    t = min(ends)
+    if t < 4:
+        return np.full(runs[0][0].shape[0], np.nan), t
+    return np.array([rhat([lj[s, t // 2:t] for lj, _ in runs]) for s in range(runs[0][0].shape[0])]), t
 
 
 def node_move_cost(n, k, sweeps):
@@ -506,7 +529,7 @@ def networks(cfg):
     for problem, budget in zip(problems, budgets):
         states = initial_states(problem, problem.n)
         for name, method in NET_METHODS.items():
-            pop, lj = run_budget(method, problem, states, budget, 3)
+            pop, lj, _ = run_budget(method, problem, states, budget, 3)
             half = lj[:, lj.shape[1] // 2:]
             total, sweeps = pop.move_cpu.sum() + pop.sweep_cpu.sum(), pop.sweep_cpu.sum()
             acc = "" if method == "Gibbs" else f"{pop.changed / max(1, pop.tried):.2%} of {pop.tried}"
@@ -531,6 +554,68 @@ def networks(cfg):
     print(f"\nSection 3: {time.process_time() - c_start:.0f} s CPU.")
 
 
+def restarts(cfg):
+    """Seed 004 Tables 3-4 and Fig. 6a with restarts: R-hat between independent populations."""
+    print("\n## 3b. Networks: R-hat of the log joint across restarts (seed 004 Tables 3-4, Fig. 6a)\n")
+    c_start = time.process_time()
+    problems = network_problems()[:2]  # karate, planted n = 200
+    for m in NET_METHODS.values():  # warm-up (compile), not timed
+        pop = Population(m, problems[0], [np.zeros(34, np.int64)] * S, 0)
+        for _ in range(3):
+            pop.iterate()
+    n_restarts, budgets, marks = cfg["net_restarts"], cfg["net_restart_budget"], (0.25, 0.5, 1.0)
+    print(f"{n_restarts} restarts per method and problem, each a population of S = {S} chains started from one "
+          "block after 50 Gibbs sweeps of its own, run to the same CPU budget B; R-hat (not split) of the log "
+          "joint for each chain index s across the restarts' chains s, on the second half of the iterations "
+          f"made within {', '.join(f'{m:g}' for m in marks)} x B CPU seconds (the restarts cut to a common "
+          "length): mean ± sd over the S chain indices, as seed 004 reports it (Table 3: 4 restarts, S = 8, "
+          f"half burn-in). Seed 004 (acceptance x 100 SM / ARM, R-hat Gibbs / SM / ARM, Table 4): {PAPER_NET}.\n")
+    print("| problem | method | B (CPU s per population) | iterations (within B) | moves accepted | "
+          + " | ".join(f"R-hat at {m:g} B" for m in marks) + " | mean log joint (2nd half) | K at end |")
+    print("|---|---|---|---|---|" + "---|" * len(marks) + "---|---|")
+    for problem, budget in zip(problems, budgets):
+        for name, method in NET_METHODS.items():
+            runs, tried, chg, ks = [], 0, 0, []
+            for r in range(n_restarts):
+                states = initial_states(problem, 7919 * r + problem.n)
+                pop, lj, cpu = run_budget(method, problem, states, budget, 100 + r)
+                runs.append((lj, cpu))
+                tried, chg = tried + pop.tried, chg + pop.changed
+                ks += [s.max() + 1 for s in pop.states]
+            cells = []
+            for m in marks:
+                rh, t = rhat_across_restarts(runs, m * budget)
+                cells.append(f"{ms(rh, 2)} ({t} its)")
+            _, t = rhat_across_restarts(runs)
+            acc = "" if method == "Gibbs" else f"{chg / max(1, tried):.2%} of {tried}"
+            mean_lj = np.mean([lj[:, t // 2:t].mean() for lj, _ in runs])
+            print(f"| {problem.title.split(',')[0]}, n = {problem.n} | {name} | {budget:g} | "
+                  f"{min(len(c) for _, c in runs)}-{max(len(c) for _, c in runs)} | {acc} | " + " | ".join(cells)
+                  + f" | {mean_lj:.1f} | {np.mean(ks):.1f} |")
+    iters = cfg["net_restart_iters"]
+    print(f"\nARM against the number of chains (Fig. 6a): S = 4, 8, 16 chains, {n_restarts} restarts each, "
+          f"{iters} iterations of ARM (alternating, moves=2) + Gibbs per restart (so CPU grows with S); R-hat "
+          "across restarts per chain index, second half; Jain-Neal SM with S = 8 and the same iterations beside "
+          "(the paper's vertical line).\n")
+    print("| problem | method | S | CPU s per population | moves accepted | R-hat log joint (mean ± sd over s) "
+          "| worst chain index |")
+    print("|---|---|---|---|---|---|---|")
+    for problem in problems:
+        for method, chains in (("ARM x2", 4), ("ARM x2", 8), ("ARM x2", 16), ("SM", 8)):
+            runs, tried, chg, cpus = [], 0, 0, []
+            for r in range(n_restarts):
+                states = initial_states(problem, 7919 * r + problem.n + chains, chains)
+                pop, lj, cpu = run_budget(method, problem, states, np.inf, 200 + r, iterations=iters)
+                runs.append((lj, cpu))
+                tried, chg = tried + pop.tried, chg + pop.changed
+                cpus.append(cpu[-1])
+            rh, _ = rhat_across_restarts(runs)
+            print(f"| {problem.title.split(',')[0]}, n = {problem.n} | {'ARM' if method == 'ARM x2' else method} "
+                  f"| {chains} | {np.mean(cpus):.1f} | {chg / max(1, tried):.2%} of {tried} | {ms(rh, 3)} "
+                  f"| {np.nanmax(rh):.3f} |")
+    print(f"\nSection 3b: {time.process_time() - c_start:.0f} s CPU.")
+
+
 # ----------------------------------------------------------------------------- main
 
 
@@ -546,7 +631,7 @@ def warm_up():
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="one data set per d, 1000 iterations, less timing")
-    ap.add_argument("--only", choices=("table2", "speed", "networks", "netcost"),
+    ap.add_argument("--only", choices=("table2", "speed", "networks", "netcost", "restarts"),
                     help="run one section (netcost: the network node-move cost table of section 3 alone)")
     ap.add_argument("--datasets", type=int, help="data sets per d in section 1")
     ap.add_argument("--iterations", type=int, help="iterations T in section 1")
@@ -571,6 +656,8 @@ def main():
         speed(cfg)
     if args.only in (None, "networks"):
         networks(cfg)
+    if args.only in (None, "restarts"):
+        restarts(cfg)
     print(f"\nTotal: {time.perf_counter() - w0:.0f} s wall, {time.process_time() - c0:.0f} s CPU; "
           f"load average at end {os.getloadavg()[0]:.2f}.")
 

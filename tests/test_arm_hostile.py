@@ -9,7 +9,9 @@ import pytest
 from enumeration import check_against
 from models import PRIORS, pack
 from pymc_partitions.colouring import greedy_colouring, is_proper
-from pymc_partitions.families.kernels import FamilyPack
+from pymc_partitions.families.kernels import NETWORK, FamilyPack
+from pymc_partitions.families.network import as_edges, network_hyper
+from pymc_partitions.samplers import arm as arm_kernel
 from pymc_partitions.samplers.arm import ARMKernel, ReferencePool, alternating_roles, arm_log_proposal, arm_move
 from pymc_partitions.samplers.arm import arm_select_pair
 from pymc_partitions.samplers.gibbs import GibbsKernel
@@ -154,3 +156,38 @@ def test_a_wrongly_built_pack_is_refused():
     with pytest.raises(ValueError, match="layout is inconsistent"):
         arm_move(np.zeros(N, int), fam, PRIOR.code, PRIOR.kernel_params(), (ZA, ZB), (0, 1), 3)
     assert isinstance(FAM, FamilyPack)
+
+
+def sparse_network(n, degree, seed):
+    """A pack with one random sparse undirected graph on n nodes (about ``degree`` edges a node)."""
+    rng = np.random.default_rng(seed)
+    e = rng.integers(0, n, (degree * n // 2, 2))
+    e = np.unique(np.sort(e[e[:, 0] != e[:, 1]], axis=1), axis=0)
+    return FamilyPack.build([(NETWORK, np.zeros((n, 1)), network_hyper(1.0, 1.0, as_edges(e, n), n, False))])
+
+
+@pytest.mark.parametrize("launch", ["split", "merge"])
+def test_network_path_memory_does_not_grow_with_u(launch):
+    """n = 20000 nodes, U = all of them, with refinement blocks of thousands moved as units: the
+    path's edge-count matrix holds at most K + max(E_ROOM, 2 K_U) rows (a few), where one row per
+    statistics row (about 3n: 10^10 bytes here) was allocated before; the move runs both ways in
+    well under a second."""
+    n = 20000
+    fam = sparse_network(n, 6, 0)
+    prior = PRIORS["crp"]
+    halves = (np.arange(n) >= n // 2).astype(np.int64)
+    x = np.zeros(n, np.int64) if launch == "split" else halves
+    za, zb = np.zeros(n, np.int64), np.arange(n) % 5  # items 0 and n - 1: together in za, apart in zb
+    seed = np.uint64(11)
+    new, info = arm_move(x, fam, prior.code, prior.kernel_params(), (za, zb), (0, n - 1), seed)
+    assert info["move"] == launch and info["u_size"] == n and info["refinement_blocks"] == (3 if launch == "split" else 8)
+    assert info["proposal"] is not None
+    perm, rank = arm_kernel._order(n, seed)
+    for start, target in [(x, None), (info["proposal"], x)]:  # the drawn path, and the forced path back
+        end, rec = arm_kernel._path_record(start, fam, prior.code, prior.kernel_params(), za, zb, 0, n - 1, perm,
+                                           rank, seed, target)
+        assert rec[arm_kernel.R_STATUS] == arm_kernel.OK and rec[arm_kernel.R_USIZE] == n
+        if target is None:
+            np.testing.assert_array_equal(end, info["proposal"])
+        k, k_end, rows = rec[arm_kernel.R_KSTART], rec[arm_kernel.R_KEND], rec[arm_kernel.R_EROWS]
+        assert k + 2 <= rows <= k + max(arm_kernel.E_ROOM, 2 * k_end) and rows < 40

@@ -89,8 +89,8 @@ __all__ = ["arm_move", "arm_log_proposal", "arm_select_pair", "ARMKernel", "alte
 SELECTION, ORDER, ALLOCATION, ACCEPTANCE = 0, 1, 2, 3  # streams of a move's seed
 OK, DEAD_END, UNREACHABLE = 0, 1, 2  # status of a path
 # layout of a path's record
-R_LOGT, R_LOGPI, R_STATUS, R_SPLIT, R_USIZE, R_NREF, R_KSTART, R_KEND = range(8)
-RECORD = 8
+R_LOGT, R_LOGPI, R_STATUS, R_SPLIT, R_USIZE, R_NREF, R_KSTART, R_KEND, R_EROWS = range(9)
+RECORD = 9
 
 
 # ----------------------------------------------------------------------------- compiled helpers
@@ -181,6 +181,55 @@ def _forced_option(y, ti, tj, i, j, blk, wit, pos, nlive):
     return pos[r]
 
 
+@numba.njit(cache=True, error_model="numpy", inline="always")
+def _choose(logw, count, forced, o_forced, alloc_key, unit, res):
+    """One choice of a path among the options ``logw[:count]``: ``o_forced`` on a forced path, else
+    drawn with the unit's allocation uniform; log T (``res[R_LOGT]``) gains its log probability.
+    Returns the option, or -1 with the path's status set (DEAD_END: no option possible on a drawn
+    path; UNREACHABLE: the forced option is missing or impossible) and log T = -inf."""
+    lse = _log_normaliser(logw, count)
+    if forced:
+        o = o_forced
+    elif lse == -np.inf:
+        res[R_STATUS] = DEAD_END
+        res[R_LOGT] = -np.inf
+        return -1
+    else:
+        o = _pick(logw, count, keyed_uniform(alloc_key, unit), lse)
+    if o < 0 or logw[o] == -np.inf:
+        res[R_STATUS] = UNREACHABLE
+        res[R_LOGT] = -np.inf
+        return -1
+    res[R_LOGT] += logw[o] - lse
+    return o
+
+
+@numba.njit(cache=True, error_model="numpy", inline="always")
+def _new_block_logw(prior_code, prior_params, k_other, codes, dims, data_off, stat_off, hyper_off, hyper, stats,
+                    empty_rows, data, h, scratch, one):
+    """Log weight of item ``h`` opening a block beside ``k_other`` others: the prior's new-block
+    weight plus h's predictive under the empty row ``empty_rows[0]`` (-inf if the prior has no
+    new block left)."""
+    w = log_new_weight(prior_code, prior_params, k_other)
+    if w > -np.inf:
+        one[0] = w
+        pack_log_preds(codes, dims, data_off, stat_off, hyper_off, hyper, stats, empty_rows, runtime_int(1), data, h,
+                       scratch, one)
+        w = one[0]
+    return w
+
+
+@numba.njit(cache=True, error_model="numpy", inline="always")
+def _net_join(E, f, hyper, ho, size, live, nlive, cands, n_cands, out, inn, cs, internal, logw, new_at, nw1):
+    """Network family f's block-pair terms of a set of ``cs`` nodes (edges ``out``/``inn`` to each
+    slot, ``internal`` inside) joining ``cands[:n_cands]`` added to ``logw[:n_cands]``, and those
+    of opening a block of its own to ``logw[new_at]`` (none if ``new_at`` < 0)."""
+    nw1[0] = 0.0
+    net_join_logw(E, f, hyper, ho, size, live, nlive, cands, n_cands, out, inn, cs, internal, logw, nw1)
+    if new_at >= 0:
+        logw[new_at] += nw1[0]
+
+
 @numba.njit(cache=True, error_model="numpy")
 def _copy_row(stats, dst, src):
     for c in range(stats.shape[1]):
@@ -221,19 +270,44 @@ def _set_join_weights(stats, live, nlive, size, lm, ra, s, members, start, work_
     logw[nlive] = w + lm[ra] if w > -np.inf else -np.inf
 
 
+E_ROOM = 4  # blocks a path may open before its edge counts need more room (network families)
+
+
 @numba.njit(cache=True, error_model="numpy")
 def _arm_path(x, za, zb, i, j, perm, rank, alloc_key, forced, target, prior_code, prior_params,
               codes, dims, data_off, stat_off, hyper_off, hyper, data, width, work_size, out, res, net_ho):
+    """:func:`_arm_path_room` with edge counts for ``E_ROOM`` opened blocks, run again with twice
+    the room while a path needs more (same randomness: the same path)."""
+    room = E_ROOM
+    while True:
+        _arm_path_room(x, za, zb, i, j, perm, rank, alloc_key, forced, target, prior_code, prior_params, codes, dims,
+                       data_off, stat_off, hyper_off, hyper, data, width, work_size, out, res, net_ho, room)
+        if res[R_EROWS] >= 0:
+            return
+        room *= 2
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _arm_path_room(x, za, zb, i, j, perm, rank, alloc_key, forced, target, prior_code, prior_params,
+                   codes, dims, data_off, stat_off, hyper_off, hyper, data, width, work_size, out, res, net_ho, room):
     """The ARM procedure from ``x`` (Algorithm 3), drawing its choices (``forced`` False: uniform
     ``alloc_key``/item for each unit) or forcing them towards ``target``. Writes the canonical end
     state into ``out`` and the record into ``res``: log T (-inf if no path), log pi(x), status (OK,
     DEAD_END: every option of a draw impossible, UNREACHABLE: no forced path), split launch, |U|,
-    refinement blocks moved as units, K of x, K of the end state. A forced path that fails its
-    first checks stops before log pi(x) is computed (NaN).
+    refinement blocks moved as units, K of x, K of the end state, rows of the edge-count matrices.
+    A forced path that fails its first checks stops before log pi(x) is computed (NaN).
 
-    Network families (hyper offsets ``net_ho``): ``E[f]`` counts the edges between the rows of
-    the items placed so far (``blk >= 0``), and every weight adds the change of the block-pair
-    terms (``families.network.net_join_logw``) over all live rows: O(R^2) memory for R rows."""
+    Blocks live in *slots*: x's K blocks keep theirs (0..K-1), a block the path opens takes the
+    next one (K, K + 1, ...); at most K_U are opened, K_U <= min(|U|, K of the end state), since
+    each keeps a distinct item of U for good. Network families (hyper offsets ``net_ho``):
+    ``E[f]`` counts the edges between the slots of the items placed so far (``blk >= 0``), and
+    every weight adds the change of the block-pair terms (``families.network.net_join_logw``)
+    over the live slots. ``E`` has K + min(|U|, ``room``) rows; a path that opens more blocks stops
+    with ``R_EROWS`` = -1 (:func:`_arm_path` runs it again with twice the room: no array is
+    rebound inside the loops, which would slow every family's path), so in the end ``E`` holds
+    at most K + max(E_ROOM, 2 K_U) rows: memory O(nf (K + K_U)^2), the order of a Gibbs sweep's
+    edge counts on these states, whatever |U| and n. Everything else is O(n + edges + (K + |U|)
+    width)."""
     n = x.shape[0]
     for c in range(RECORD):
         res[c] = 0.0
@@ -337,9 +411,11 @@ def _arm_path(x, za, zb, i, j, perm, rank, alloc_key, forced, target, prior_code
     for q in range(ng):
         is_earmark[em[gl[q]]] = True
 
-    # statistics rows: blocks of x, refinement blocks, new blocks of the item loop, spare rows
-    new0 = k + nc
-    empty = new0 + nu
+    # statistics rows: block slots (x's k blocks, then the blocks the path opens: at most one per
+    # item of U, each keeping a distinct item of U), the refinement blocks' sets, spare rows
+    max_slots = k + nu
+    ref0 = max_slots
+    empty = ref0 + nc
     work_row = empty + 1
     backup = empty + 2
     n_rows = empty + 3
@@ -354,9 +430,10 @@ def _arm_path(x, za, zb, i, j, perm, rank, alloc_key, forced, target, prior_code
                        scratch)
         log_pi += pack_log_marginal(codes, dims, stat_off, hyper_off, hyper, stats, b)
     nf = net_ho.shape[0]
-    E = np.zeros((nf, n_rows if nf > 0 else 0, n_rows if nf > 0 else 0))
-    nout = np.zeros((nf, n_rows))
-    ninn = np.zeros((nf, n_rows))
+    e_rows = k + min(nu, room) if nf > 0 else 0
+    E = np.zeros((nf, e_rows, e_rows))
+    nout = np.zeros((nf, max_slots))
+    ninn = np.zeros((nf, max_slots))
     n_touch = 2 * n
     for f in range(nf):
         n_touch = max(n_touch, 2 * int(hyper[net_ho[f] + 3]))
@@ -367,7 +444,7 @@ def _arm_path(x, za, zb, i, j, perm, rank, alloc_key, forced, target, prior_code
         log_pi += net_total(E, net_ho, hyper, xsize, np.arange(k), k)
     res[R_LOGPI] = log_pi + log_eppf_sizes(prior_code, prior_params, xsize)
     for c in range(nc):
-        pack_set_stats(codes, dims, data_off, stat_off, hyper_off, hyper, stats, k + c, data, citems, cstart[c],
+        pack_set_stats(codes, dims, data_off, stat_off, hyper_off, hyper, stats, ref0 + c, data, citems, cstart[c],
                        cs[c], scratch)
 
     # launch state
@@ -382,14 +459,17 @@ def _arm_path(x, za, zb, i, j, perm, rank, alloc_key, forced, target, prior_code
     for h in range(n):
         if not in_u[h]:
             blk[h] = cx[h]
-    pi_row = k + ci
-    pj_row = k + cj
+    pi_row = k
+    pj_row = k + 1 if split else k
+    n_slots = pj_row + 1  # slots in use
+    _copy_row(stats, pi_row, ref0 + ci)
     size[pi_row] = cs[ci]
-    size[pj_row] = cs[cj]
-    if not split:
-        pack_merge(codes, dims, stat_off, hyper_off, hyper, stats, pi_row, pj_row, citems, cstart[cj], cs[cj], work)
+    if split:
+        _copy_row(stats, pj_row, ref0 + cj)
+        size[pj_row] = cs[cj]
+    else:
+        pack_merge(codes, dims, stat_off, hyper_off, hyper, stats, pi_row, ref0 + cj, citems, cstart[cj], cs[cj], work)
         size[pi_row] += cs[cj]
-        pj_row = pi_row
     nlive = _live_add(live, pos, nlive, pi_row)
     if split:
         nlive = _live_add(live, pos, nlive, pj_row)
@@ -400,7 +480,6 @@ def _arm_path(x, za, zb, i, j, perm, rank, alloc_key, forced, target, prior_code
     if nf > 0:
         net_fill(E, net_ho, hyper, n, blk)
 
-    log_t = 0.0
     logw = np.empty(n_rows + 1)
     cand = np.empty(n_rows + 1)
     lm = np.empty(n_rows)
@@ -408,12 +487,12 @@ def _arm_path(x, za, zb, i, j, perm, rank, alloc_key, forced, target, prior_code
         for q in range(nlive):
             lm[live[q]] = pack_log_marginal(codes, dims, stat_off, hyper_off, hyper, stats, live[q])
         for q in range(ng):
-            lm[k + gl[q]] = pack_log_marginal(codes, dims, stat_off, hyper_off, hyper, stats, k + gl[q])
+            lm[ref0 + gl[q]] = pack_log_marginal(codes, dims, stat_off, hyper_off, hyper, stats, ref0 + gl[q])
 
     # refinement blocks, as units (eq. 5-7)
     for t in range(ng):
         a = gl[gorder[t]]
-        ra = k + a
+        ra = ref0 + a
         s = cs[a]
         e = em[a]
         _set_join_weights(stats, live, nlive, size, lm, ra, s, citems, cstart[a], work_row, cand, logw, prior_code,
@@ -421,33 +500,27 @@ def _arm_path(x, za, zb, i, j, perm, rank, alloc_key, forced, target, prior_code
         for f in range(nf):
             ct, internal = net_set_counts(hyper, net_ho[f], n, blk, citems, cstart[a], s, cid, a, nout[f], ninn[f],
                                           ntouch[f])
-            nw1[0] = 0.0
-            net_join_logw(E, f, hyper, net_ho[f], size, live, nlive, live, nlive, nout[f], ninn[f], float(s), internal,
-                          logw, nw1)
-            logw[nlive] += nw1[0]
+            _net_join(E, f, hyper, net_ho[f], size, live, nlive, live, nlive, nout[f], ninn[f], float(s), internal,
+                      logw, nlive, nw1)
             net_clear_counts(nout[f], ninn[f], ntouch[f], ct)
-        lse = _log_normaliser(logw, nlive + 1)
-        if forced:
-            o = _forced_option(target[e], ti, tj, i, j, blk, wit, pos, nlive)
-        elif lse == -np.inf:
-            res[R_STATUS] = DEAD_END
-            res[R_LOGT] = -np.inf
+        o = _choose(logw, nlive + 1, forced, _forced_option(target[e], ti, tj, i, j, blk, wit, pos, nlive) if forced
+                    else -1, alloc_key, e, res)
+        if o < 0:
             return
-        else:
-            o = _pick(logw, nlive + 1, keyed_uniform(alloc_key, e), lse)
-        if o < 0 or logw[o] == -np.inf:
-            res[R_STATUS] = UNREACHABLE
-            res[R_LOGT] = -np.inf
-            return
-        log_t += logw[o] - lse
         if o < nlive:
             r = live[o]
             pack_merge(codes, dims, stat_off, hyper_off, hyper, stats, r, ra, citems, cstart[a], s, work)
             size[r] += s
             lm[r] = cand[o]
         else:
-            r = ra
+            r = n_slots
+            n_slots += 1
+            if nf > 0 and r >= e_rows:  # no room for its edge counts: run again with more
+                res[R_EROWS] = -1.0
+                return
+            _copy_row(stats, r, ra)
             size[r] = s
+            lm[r] = lm[ra]
             nlive = _live_add(live, pos, nlive, r)
         for q in range(cstart[a], cstart[a + 1]):
             blk[citems[q]] = r
@@ -466,7 +539,6 @@ def _arm_path(x, za, zb, i, j, perm, rank, alloc_key, forced, target, prior_code
     rows3 = np.empty(3, np.int64)
     one = np.empty(1)
     empty_rows = np.full(1, empty, np.int64)
-    nnew = 0
     for t in range(n):
         h = perm[t]
         if h == i or h == j or is_earmark[h]:
@@ -484,35 +556,21 @@ def _arm_path(x, za, zb, i, j, perm, rank, alloc_key, forced, target, prior_code
                 logw[q] = log_join_weight(prior_code, prior_params, size[live[q]])
             pack_log_preds(codes, dims, data_off, stat_off, hyper_off, hyper, stats, live, nlive, data, h, scratch,
                            logw)
-            w = log_new_weight(prior_code, prior_params, nlive)
-            if w > -np.inf:
-                one[0] = w
-                pack_log_preds(codes, dims, data_off, stat_off, hyper_off, hyper, stats, empty_rows, runtime_int(1), data, h,
-                               scratch, one)
-                w = one[0]
-            logw[nlive] = w
+            logw[nlive] = _new_block_logw(prior_code, prior_params, nlive, codes, dims, data_off, stat_off, hyper_off,
+                                          hyper, stats, empty_rows, data, h, scratch, one)
             for f in range(nf):
-                nw1[0] = 0.0
-                net_join_logw(E, f, hyper, net_ho[f], size, live, nlive, live, nlive, nout[f], ninn[f], 1.0, 0.0, logw,
-                              nw1)
-                logw[nlive] += nw1[0]
-            lse = _log_normaliser(logw, nlive + 1)
-            if forced:
-                o = _forced_option(target[h], ti, tj, i, j, blk, wit, pos, nlive)
-            elif lse == -np.inf:
-                res[R_STATUS] = DEAD_END
-                res[R_LOGT] = -np.inf
+                _net_join(E, f, hyper, net_ho[f], size, live, nlive, live, nlive, nout[f], ninn[f], 1.0, 0.0, logw, nlive,
+                          nw1)
+            o = _choose(logw, nlive + 1, forced, _forced_option(target[h], ti, tj, i, j, blk, wit, pos, nlive)
+                        if forced else -1, alloc_key, h, res)
+            if o < 0:
                 return
-            else:
-                o = _pick(logw, nlive + 1, keyed_uniform(alloc_key, h), lse)
-            if o < 0 or logw[o] == -np.inf:
-                res[R_STATUS] = UNREACHABLE
-                res[R_LOGT] = -np.inf
-                return
-            log_t += logw[o] - lse
             if o == nlive:
-                r = new0 + nnew
-                nnew += 1
+                r = n_slots
+                n_slots += 1
+                if nf > 0 and r >= e_rows:
+                    res[R_EROWS] = -1.0
+                    return
                 _copy_row(stats, r, empty)
                 nlive = _live_add(live, pos, nlive, r)
             else:
@@ -554,39 +612,20 @@ def _arm_path(x, za, zb, i, j, perm, rank, alloc_key, forced, target, prior_code
                 pack_log_preds(codes, dims, data_off, stat_off, hyper_off, hyper, stats, rows3, m + 1, data, h,
                                scratch, logw)
                 for f in range(nf):
-                    nw1[0] = 0.0
-                    net_join_logw(E, f, hyper, net_ho[f], size, live, nlive, rows3, m + 1, nout[f], ninn[f], 1.0, 0.0,
-                                  logw, nw1)
+                    _net_join(E, f, hyper, net_ho[f], size, live, nlive, rows3, m + 1, nout[f], ninn[f], 1.0, 0.0, logw,
+                              -1, nw1)
             else:  # alone: staying is a block of its own
                 pack_log_preds(codes, dims, data_off, stat_off, hyper_off, hyper, stats, rows3, m, data, h, scratch,
                                logw)
-                w = log_new_weight(prior_code, prior_params, nlive - 1)
-                if w > -np.inf:
-                    one[0] = w
-                    pack_log_preds(codes, dims, data_off, stat_off, hyper_off, hyper, stats, empty_rows, runtime_int(1), data, h,
-                                   scratch, one)
-                    w = one[0]
-                logw[m] = w
+                logw[m] = _new_block_logw(prior_code, prior_params, nlive - 1, codes, dims, data_off, stat_off,
+                                          hyper_off, hyper, stats, empty_rows, data, h, scratch, one)
                 for f in range(nf):
-                    nw1[0] = 0.0
-                    net_join_logw(E, f, hyper, net_ho[f], size, live, nlive, rows3, m, nout[f], ninn[f], 1.0, 0.0,
-                                  logw, nw1)
-                    logw[m] += nw1[0]
-            lse = _log_normaliser(logw, m + 1)
-            if forced:
-                y = target[h]
-                o = 0 if y == ti else (1 if split and y == tj else m)
-            elif lse == -np.inf:
-                res[R_STATUS] = DEAD_END
-                res[R_LOGT] = -np.inf
+                    _net_join(E, f, hyper, net_ho[f], size, live, nlive, rows3, m, nout[f], ninn[f], 1.0, 0.0, logw, m,
+                              nw1)
+            y = target[h]
+            o = _choose(logw, m + 1, forced, 0 if y == ti else (1 if split and y == tj else m), alloc_key, h, res)
+            if o < 0:
                 return
-            else:
-                o = _pick(logw, m + 1, keyed_uniform(alloc_key, h), lse)
-            if logw[o] == -np.inf:
-                res[R_STATUS] = UNREACHABLE
-                res[R_LOGT] = -np.inf
-                return
-            log_t += logw[o] - lse
             if o == m:
                 _copy_row(stats, b, backup)
                 size[b] += 1
@@ -605,7 +644,7 @@ def _arm_path(x, za, zb, i, j, perm, rank, alloc_key, forced, target, prior_code
                     nlive = _live_remove(live, pos, nlive, b)
 
     res[R_KEND] = canonicalize_into(blk, out)
-    res[R_LOGT] = log_t
+    res[R_EROWS] = E.shape[1]
     if forced:
         canon_target = np.empty(n, np.int64)
         canonicalize_into(target, canon_target)
@@ -773,10 +812,17 @@ def _oriented_pair(pair, za, zb, owner):
     return i, j
 
 
-def _log_acceptance_uniform(seed):
-    """log of the move's acceptance uniform (-inf for an exact 0)."""
-    u = float(_acceptance(seed))
-    return math.log(u) if u > 0.0 else -math.inf
+def _canonical(labels):
+    out = np.empty(labels.shape[0], np.int64)
+    canonicalize_into(labels, out)
+    return out
+
+
+def _metropolis(labels, proposal, log_ratio, u):
+    """The Metropolis-Hastings test of a move (ARM, Jain-Neal) with its acceptance uniform ``u``:
+    (canonical labels after the move, accepted). A NaN ratio rejects."""
+    accepted = bool((math.log(u) if u > 0.0 else -math.inf) < log_ratio)
+    return (proposal.copy() if accepted else _canonical(labels)), accepted
 
 
 @numba.njit(cache=True)
@@ -808,20 +854,14 @@ def _run(labels, pack, prior_code, prior_params, za, zb, i, j, perm, rank, seed,
     if status != OK:  # a dead end (every option of a draw impossible), or a forced proposal with no path
         info.update(accepted=False, log_ratio=-math.inf, delta_k=0, log_forward=-math.inf, log_reverse=math.nan,
                     proposal=None, dead_end=status == DEAD_END)
-        out = np.empty(n, np.int64)
-        canonicalize_into(labels, out)
-        return out, info
+        return _canonical(labels), info
     log_ratio = _log_ratio(res_f[R_LOGPI], res_r[R_LOGPI], res_f[R_LOGT], res_r[R_LOGT])
-    accepted = bool(_log_acceptance_uniform(seed) < log_ratio)  # (False for NaN)
+    state, accepted = _metropolis(labels, proposal, log_ratio, float(_acceptance(seed)))
     k_after = int(res_f[R_KEND]) if accepted else int(res_f[R_KSTART])
     info.update(accepted=accepted, log_ratio=float(log_ratio), delta_k=k_after - int(res_f[R_KSTART]),
                 log_forward=float(res_f[R_LOGT]), log_reverse=float(res_r[R_LOGT]), proposal=proposal,
                 dead_end=False, log_target=(float(res_f[R_LOGPI]), float(res_r[R_LOGPI])))
-    if accepted:
-        return proposal.copy(), info
-    out = np.empty(n, np.int64)
-    canonicalize_into(labels, out)
-    return out, info
+    return state, info
 
 
 def _order(n, seed):
@@ -898,12 +938,22 @@ def arm_log_proposal(labels, proposal, pack: FamilyPack, prior_code: int, prior_
     i, j = _oriented_pair(pair, za, zb, owner)
     seed = check_seed(seed, owner)
     perm, rank = _order(n, seed if order_seed is None else _named_seed(order_seed, "order_seed", owner))
+    _, res = _path_record(labels, pack, prior_code, prior_params, za, zb, i, j, perm, rank, seed, proposal)
+    return float(res[R_LOGT])
+
+
+def _path_record(labels, pack, prior_code, prior_params, za, zb, i, j, perm, rank, seed, target=None):
+    """(end state, record) of one path of the procedure (checked arguments): drawn with ``seed``'s
+    allocation uniforms, or forced to ``target``. The tests read its record (``R_EROWS``...)."""
+    n = labels.shape[0]
     out = np.empty(n, np.int64)
     res = np.empty(RECORD)
-    _arm_path(labels, za, zb, i, j, perm, rank, np.uint64(0), True, proposal, prior_code, prior_params,
-              pack.codes, pack.dims, pack.data_off, pack.stat_off, pack.hyper_off, pack.hyper, pack.data, pack.width,
-              merge_work_size(pack.codes, pack.dims), out, res, network_offsets(pack))
-    return float(res[R_LOGT])
+    forced = target is not None
+    _arm_path(labels, za, zb, i, j, perm, rank, np.uint64(0 if forced else stream_key(seed, ALLOCATION)), forced,
+              target if forced else labels, prior_code, prior_params, pack.codes, pack.dims, pack.data_off,
+              pack.stat_off, pack.hyper_off, pack.hyper, pack.data, pack.width, merge_work_size(pack.codes, pack.dims),
+              out, res, network_offsets(pack))
+    return out, res
 
 
 def arm_select_pair(references, seed):
@@ -988,8 +1038,7 @@ class ARMKernel:
         seed = check_seed(seed, owner)
         chosen = _select(za, zb, seed)
         if chosen is None:
-            out = np.empty(n, np.int64)
-            canonicalize_into(labels, out)
+            out = _canonical(labels)
             return out, _skipped(out)
         (i, j), (za, zb) = chosen
         perm, rank = _order(n, seed)

@@ -32,7 +32,7 @@ from .._numeric import draw_seed, keyed_uniform, runtime_int, stream_key
 from ..families.kernels import FamilyPack, pack_init, pack_log_marginal, pack_log_preds, pack_update
 from ..partition import as_labels, canonicalize_into
 from ..priors import log_join_set_weight, log_join_weight, log_new_weight
-from .arm import _log_normaliser, _named_seed, _pick
+from .arm import _log_normaliser, _metropolis, _named_seed, _pick
 from ..families.network import net_add_node, net_clear_counts, net_join_logw, net_node_counts
 from .gibbs import check_model
 from .network import net_fill, net_total, network_offsets
@@ -247,13 +247,11 @@ def _run(labels, pack, prior_code, prior_params, pair, seed, scans, launch_seed,
     status = int(res[5])
     split = bool(res[0])
     log_ratio = _log_ratio(split, float(res[1]), float(res[2])) if status == OK else -math.inf
-    accepted = status == OK and bool((math.log(accept_u) if accept_u > 0 else -math.inf) < log_ratio)
+    state, accepted = _metropolis(labels, out, log_ratio, accept_u)  # (no proposal: log ratio -inf, rejected)
     info = {"move": "split" if split else "merge", "accepted": accepted, "log_ratio": log_ratio,
             "log_final_scan": float(res[2]), "sizes": (int(res[3]), int(res[4])), "dead_end": status == DEAD_END,
-            "proposal_possible": status == OK, "proposal": out.copy() if status == OK else None}
-    if not accepted:
-        canonicalize_into(labels, out)
-    return out, info
+            "proposal_possible": status == OK, "proposal": out if status == OK else None}
+    return state, info
 
 
 def _scans(intermediate_scans, owner):
