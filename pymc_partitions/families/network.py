@@ -326,30 +326,11 @@ def size_gain(e, pairs, d, a, b):
 
 
 @numba.njit(cache=True, error_model="numpy", inline="always")
-def edge_gain(e, c, pairs, a, b):
-    """g(e + c, pairs) - g(e, pairs) (g as in :func:`size_gain`): a pair term whose ``pairs`` node
-    pairs gain ``c`` edges (c >= 0 an integer, e + c <= pairs). For c <= 4 a product of c ratios and
-    one log (when the products stay in [1e-150, 1e150]), else four lgammas."""
-    x = a + e
-    y = b + (pairs - e - c)
-    if c <= 4.0:
-        num = 1.0
-        den = 1.0
-        k = 0.0
-        while k < c:
-            num *= x + k
-            den *= y + k
-            k += 1.0
-        if 1e-150 < num < 1e150 and 1e-150 < den < 1e150:
-            return math.log(num / den)
-    return math.lgamma(x + c) - math.lgamma(x) + math.lgamma(y) - math.lgamma(y + c)
-
-
-@numba.njit(cache=True, error_model="numpy", inline="always")
 def edge_gain_factor(e, c, pairs, a, b):
-    """:func:`edge_gain` as (ratio, rest): edge_gain = log(ratio) + rest, the ratio in
-    [1e-100, 1e100] (1 when the lgamma form is needed), so that callers summing many gains can
-    multiply the ratios and take one log."""
+    """g(e + c, pairs) - g(e, pairs) (g as in :func:`size_gain`), a pair term whose ``pairs`` node
+    pairs gain ``c`` edges (c >= 0 an integer, e + c <= pairs), as (ratio, rest) with the gain
+    log(ratio) + rest: for c <= 4 a product of c ratios (rest 0, the ratio in [1e-100, 1e100]),
+    else ratio 1 and four lgammas. Callers summing many gains multiply the ratios, one log."""
     x = a + e
     y = b + (pairs - e - c)
     if c <= 4.0:
@@ -363,6 +344,13 @@ def edge_gain_factor(e, c, pairs, a, b):
         if 1e-50 < num < 1e50 and 1e-50 < den < 1e50:
             return num / den, 0.0
     return 1.0, math.lgamma(x + c) - math.lgamma(x) + math.lgamma(y) - math.lgamma(y + c)
+
+
+@numba.njit(cache=True, error_model="numpy", inline="always")
+def edge_gain(e, c, pairs, a, b):
+    """:func:`edge_gain_factor` as one number."""
+    ratio, rest = edge_gain_factor(e, c, pairs, a, b)
+    return math.log(ratio) + rest
 
 
 @numba.njit(cache=True, error_model="numpy")
