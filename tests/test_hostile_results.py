@@ -75,7 +75,7 @@ def test_partitions_found_from_the_draws_without_a_model(dpmm):
     assert in_context.attrs["partition_source"] == "model in context"
     np.testing.assert_array_equal(in_context["z_U"].values, with_model["z_U"].values)
     numbers = with_w2(idata, partitions=[])["w2_convergence"]  # explicitly: no partitions
-    assert "z_U" not in numbers and numbers.attrs["continuous_vars"] == ["z", "mu"]
+    assert "z_U" not in numbers and numbers.attrs["continuous_vars"] == ["mu", "z"]  # labels last
     assert numbers.attrs["partition_source"] == "partitions argument"
 
 
