@@ -180,12 +180,12 @@ class Partition(pm.Discrete):
         sizes = pt.zeros(n_static, dtype="int64")[pt.clip(value, 0, n_static - 1)].inc(1)
         lp = symbolic_log_eppf(code, sizes, n_static, alpha, discount, k_static)
         lp = pt.switch(in_range, lp, -np.inf)
+        # the support of priors.valid_parameters: alpha = 0 is what a positive alpha underflows to
         if code == PITMAN_YOR:
-            valid = [pt.ge(discount, 0), pt.lt(discount, 1), pt.gt(alpha, -discount)]
-            if _is_zero(discount):
-                valid.append(pt.gt(alpha, 0))
+            valid = [pt.ge(discount, 0), pt.lt(discount, 1),
+                     pt.gt(alpha, -discount) | (pt.eq(discount, 0) & pt.eq(alpha, 0))]
         else:
-            valid = [pt.gt(alpha, 0)]
+            valid = [pt.ge(alpha, 0)]
         return check_parameters(lp, *valid, msg="alpha > 0 (alpha > -discount for Pitman-Yor), 0 <= discount < 1")
 
 
@@ -255,11 +255,6 @@ def prior_parameter_model(var):
     ref = _PRIOR_PARAMETERS.get(var)
     model = ref() if ref is not None else None
     return model if model is not None else pm.Model.get_context(error_if_none=False)
-
-
-def _is_zero(var):
-    v = constant_value(var)
-    return v is not None and float(v) == 0.0
 
 
 def _check_n(n):
@@ -629,6 +624,42 @@ def _check_observed(name, observed, n, *, binary=False):
     return symbolic_data, value
 
 
+def exact_integers(values) -> np.ndarray:
+    """Non-negative integer data (counts, categories, 0/1 values, edge lists; checked before) as
+    PyMC must receive them to store them exactly: uint64.
+
+    ``Model.make_obs_var`` converts observed data with ``pymc.pytensorf.convert_observed_data``,
+    whose ``smarttypeX`` turns every *signed* integer array into ``intX`` (int32 under the default
+    ``floatX = float64``) before casting to the variable's dtype: counts of 2^31 or more wrap modulo
+    2^32 (PyMC 5.28 and 6.4 alike). Unsigned arrays and floats pass through unchanged and are then
+    cast to the variable's int64 exactly (float would depend on ``floatX``). The values are at most
+    2^52 here (:func:`~pymc_partitions.families.predictive.check_counts`), so the cast is exact;
+    :func:`_stored_exactly` checks what PyMC stored."""
+    return np.asarray(values).astype(np.uint64)
+
+
+def _stored_exactly(rv, given):
+    """``rv`` once its observed value in the model equals ``given`` (numeric data; symbolic
+    ``pm.Data`` are passed through), else ``NotImplementedError``: a PyMC that converts observed
+    integers differently from :func:`exact_integers`'s description must not silently change them."""
+    if isinstance(given, Variable):
+        return rv
+    stored = constant_value(rv.tag.observations)
+    given = np.asarray(given)
+    if stored is None or stored.shape != given.shape or not np.array_equal(stored.astype(np.float64),
+                                                                          given.astype(np.float64)):
+        raise NotImplementedError(
+            f"{rv.name!r}: PyMC {pm.__version__} stored the observed integers differently from those given (e.g. "
+            "wrapped modulo 2^32): pymc_partitions does not know this PyMC's conversion of observed data. Please "
+            "report it; meanwhile keep integer data below 2^31")
+    return rv
+
+
+_INT32_DATA_HINT = (" (a pm.Data holding integers is stored by PyMC as int32, and pm.Data / pm.set_data wrap "
+                    "values of 2^31 or more modulo 2^32 before pymc_partitions sees them: give such counts as "
+                    "float64 arrays, which pm.Data keeps exactly)")
+
+
 def _check_representable(name, op, value, hyper):
     """Refuse, at model construction, data and fixed hyperparameters whose sufficient statistics or
     log densities overflow or underflow in the kernels (``FamilyPack.build`` checks them); with
@@ -729,8 +760,10 @@ class BetaBernoulliNetwork(pm.Discrete):
         for key in ("shape", "size", "dims"):
             if kwargs.get(key) is not None:
                 raise TypeError(f"{name!r}: {key} is not supported (the value is the edge list)")
-        return super().__new__(cls, name, partition, *hyper, int(bool(directed)), n, edges.shape[0], observed=edges,
-                               **kwargs)
+        edges = exact_integers(edges)
+        rv = super().__new__(cls, name, partition, *hyper, int(bool(directed)), n, edges.shape[0], observed=edges,
+                             **kwargs)
+        return _stored_exactly(rv, edges)
 
     @classmethod
     def dist(cls, partition, a, b, directed, n, m, **kwargs):
@@ -868,11 +901,11 @@ class BetaBernoulli(pm.Discrete):
     def __new__(cls, name, partition, a=1.0, b=1.0, *, observed=None, **kwargs):
         n = _check_partition(name, partition)
         symbolic_data, value = _check_observed(name, observed, n, binary=True)
-        obs = value.astype(np.int64) if symbolic_data is None else symbolic_data
+        obs = exact_integers(value) if symbolic_data is None else symbolic_data
         dim = value.shape[1]
         hyper = (_vector(name, "a", a, dim, positive=True), _vector(name, "b", b, dim, positive=True))
         _check_representable(name, cls.rv_op, value, hyper)
-        return super().__new__(cls, name, partition, *hyper, observed=obs, **kwargs)
+        return _stored_exactly(super().__new__(cls, name, partition, *hyper, observed=obs, **kwargs), obs)
 
     @classmethod
     def dist(cls, partition, a, b, **kwargs):
@@ -963,9 +996,10 @@ def _integer_observed(name, observed, n, check):
     try:
         check(value)
     except ValueError as err:
-        raise ValueError(f"{name!r}: observed {err}") from None
+        wrapped = symbolic_data is not None and observed.dtype in ("int8", "int16", "int32") and np.any(value < 0)
+        raise ValueError(f"{name!r}: observed {err}{_INT32_DATA_HINT if wrapped else ''}") from None
     if symbolic_data is None:
-        return value.astype(np.int64), value
+        return exact_integers(value), value
     good = pt.ge(symbolic_data, 0) & pt.eq(symbolic_data, pt.floor(symbolic_data))
     return pt.switch(good, symbolic_data, -1), value
 
@@ -995,7 +1029,7 @@ class GammaPoisson(pm.Discrete):
         dim = value.shape[1]
         hyper = (_vector(name, "alpha", alpha, dim, positive=True), _vector(name, "beta", beta, dim, positive=True))
         _check_representable(name, cls.rv_op, value, hyper)
-        return super().__new__(cls, name, partition, *hyper, observed=obs, **kwargs)
+        return _stored_exactly(super().__new__(cls, name, partition, *hyper, observed=obs, **kwargs), obs)
 
     @classmethod
     def dist(cls, partition, alpha, beta, **kwargs):
@@ -1099,11 +1133,11 @@ class DirichletCategorical(pm.Discrete):
         hyper = (a_hyper, n_cat)
         _check_representable(name, cls.rv_op, value, hyper)
         if symbolic_data is None:
-            obs = value.astype(np.int64)
+            obs = exact_integers(value)
         else:
             good = pt.ge(symbolic_data, 0) & pt.eq(symbolic_data, pt.floor(symbolic_data))
             obs = pt.switch(good, symbolic_data, -1)
-        return super().__new__(cls, name, partition, *hyper, observed=obs, **kwargs)
+        return _stored_exactly(super().__new__(cls, name, partition, *hyper, observed=obs, **kwargs), obs)
 
     @classmethod
     def dist(cls, partition, a, n_categories, **kwargs):
