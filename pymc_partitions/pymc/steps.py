@@ -13,7 +13,7 @@ import numpy as np
 import pymc as pm
 
 from .. import _checks
-from ..priors import PITMAN_YOR, log_eppf_sizes
+from ..priors import PITMAN_YOR, log_eppf_sizes, valid_parameters
 from ..samplers.concentration import escobar_west
 from ..samplers.gibbs import gibbs_sweeps
 from ..samplers.jain_neal import JainNealKernel
@@ -548,10 +548,7 @@ class PriorSlice(ChainSetupMixin, BlockedStep):
         if not np.isfinite(own):
             return -np.inf
         alpha, discount = float(alpha), float(discount)
-        if self.prior_code == PITMAN_YOR:
-            if not (0 <= discount < 1 and alpha > -discount and (discount > 0 or alpha > 0)):
-                return -np.inf
-        elif not alpha > 0:
+        if not valid_parameters(self.prior_code, alpha, discount):
             return -np.inf
         return float(own) + log_eppf_sizes(self.prior_code, np.array([alpha, discount, self.k]), sizes)
 

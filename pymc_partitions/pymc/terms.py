@@ -13,7 +13,7 @@ import pytensor
 from pytensor.compile.sharedvalue import SharedVariable
 
 from ..families.kernels import FamilyPack
-from ..priors import FINITE_DIRICHLET, PITMAN_YOR
+from ..priors import FINITE_DIRICHLET, PITMAN_YOR, valid_parameters
 from .compat import ancestors
 from .distributions import CollapsedLikelihoodRV, constant_value, is_partition, partition_size
 
@@ -155,11 +155,7 @@ class PartitionTerms:
     def check_prior_params(self, prior_params):
         """Raise ``ValueError`` if the current prior parameters are outside their support."""
         alpha, discount, _ = prior_params
-        if self.prior_code == PITMAN_YOR:
-            ok = 0 <= discount < 1 and alpha > -discount and (discount > 0 or alpha > 0)
-        else:
-            ok = alpha > 0
-        if not ok:
+        if not valid_parameters(self.prior_code, alpha, discount):
             raise ValueError(f"{self.name!r}: invalid prior parameters alpha={alpha}, discount={discount}")
 
     def labels(self, point):
