@@ -89,9 +89,9 @@ def log_rising(x, m):
 
 
 def symbolic_log_rising(x, m):
-    """PyTensor :func:`log_rising` (elementwise; x > 0, m >= 0): the same two branches, each fed
+    """PyTensor :func:`log_rising` (elementwise; x >= 0, m >= 0): the same two branches, each fed
     only the arguments it is accurate and finite for, so that neither value nor gradient of the
-    branch not taken is NaN."""
+    branch not taken is NaN; 0 for m = 0 (also at x = 0, a Pitman-Yor discount of 1)."""
     import pytensor.tensor as pt  # noqa: PLC0415
 
     x = pt.as_tensor_variable(x).astype("float64")
@@ -103,7 +103,7 @@ def symbolic_log_rising(x, m):
     z = xs + m
     series = (m * pt.log(xs) + ((z - 0.5) * pt.log1p(m / xs) - m)
               + (1.0 / z - 1.0 / xs) / 12.0 - (1.0 / (z * z * z) - 1.0 / (xs * xs * xs)) / 360.0)
-    return pt.switch(small, direct, series)
+    return pt.switch(pt.eq(m, 0), 0.0, pt.switch(small, direct, series))
 
 
 @numba.njit(cache=True, error_model="numpy")

@@ -102,7 +102,8 @@ def log_eppf_sizes(code, params, sizes):
     differences of lgammas, which cancel catastrophically when alpha, k or k alpha is large
     (FiniteDirichlet at k = 1e18 lost every digit), and with alpha's powers collected, so that
     alpha = 0 -- what a positive alpha below about 1e-308 underflows to -- gives the limit (one
-    block with probability 1) instead of NaN:
+    block with probability 1) instead of NaN, and a Pitman-Yor discount = 1 (a discount rounded
+    up to 1) its limit (all singletons); see :func:`valid_parameters`:
 
     * Pitman-Yor: ``sum_{i<K} log(alpha + i d) - log_rising(alpha + 1, n - 1) + sum_b log_rising(1 - d, |b| - 1)``
     * finite Dirichlet: ``(K - 1) log alpha + log_rising(k - K + 1, K - 1) - log_rising(k alpha + 1, n - 1)
@@ -159,15 +160,16 @@ def sample_sequential(code, params, uniforms):
 
 def valid_parameters(code, alpha, discount) -> bool:
     """Whether the values (alpha, discount) of a random prior parameter lie in the support of the
-    prior ``code``: Pitman-Yor 0 <= discount < 1 and alpha > -discount, finite Dirichlet alpha > 0
-    -- and alpha = 0 where discount = 0, which is what a positive alpha below about 1e-308 (a
-    draw from a vague Gamma prior, say) underflows to; :func:`log_eppf_sizes` gives it its limit
-    law, one block. (Fixed parameters are checked strictly when the prior is made.)"""
+    prior ``code`` (Pitman-Yor 0 <= discount < 1 and alpha > -discount, finite Dirichlet alpha > 0)
+    or on the boundary a value inside rounds to in float64, whose limit law :func:`log_eppf_sizes`
+    gives: alpha = 0 where discount = 0 (a positive alpha below about 1e-308, e.g. drawn under a
+    vague Gamma prior; one block) and discount = 1 (a discount within 1e-16 of 1, e.g. under a
+    vague Beta prior; all singletons). Fixed parameters are checked strictly when the prior is made."""
     alpha, discount = float(alpha), float(discount)
     if not (math.isfinite(alpha) and math.isfinite(discount)):
         return False
     if code == PITMAN_YOR:
-        return 0.0 <= discount < 1.0 and (alpha > -discount or (discount == 0.0 and alpha == 0.0))
+        return 0.0 <= discount <= 1.0 and (alpha > -discount or (discount == 0.0 and alpha == 0.0))
     return alpha >= 0.0
 
 

@@ -238,9 +238,10 @@ def test_symbolic_eppf_gradient_in_the_series_branch(prior):
         assert grad == pytest.approx(fd, rel=1e-5, abs=1e-9 / prior.alpha)
 
 
-def test_alpha_zero_is_the_one_block_limit():
+def test_parameters_rounded_to_their_boundary_give_the_limit_law():
     """alpha = 0, what a positive random alpha underflows to, gives the one-block law (log EPPF 0
-    for one block, -inf otherwise) in numpy and PyTensor, rather than NaN."""
+    for one block, -inf otherwise) in numpy and PyTensor, rather than NaN; a Pitman-Yor discount
+    rounded up to 1 the all-singletons law."""
     from pymc_partitions.priors import FINITE_DIRICHLET, PITMAN_YOR, log_eppf_sizes, valid_parameters  # noqa: PLC0415
 
     for code, k in ((PITMAN_YOR, 0), (FINITE_DIRICHLET, 5)):
@@ -254,5 +255,11 @@ def test_alpha_zero_is_the_one_block_limit():
         f = pytensor.function([sizes_t, alpha], out)
         assert f(np.r_[6, np.zeros(5, np.int64)], 0.0) == 0.0
         assert f(np.r_[4, 2, np.zeros(4, np.int64)], 0.0) == -np.inf
-    assert not valid_parameters(PITMAN_YOR, 0.0, 1.0) and not valid_parameters(PITMAN_YOR, -0.3, 0.3)
+    assert not valid_parameters(PITMAN_YOR, 0.0, 1.5) and not valid_parameters(PITMAN_YOR, -0.3, 0.3)
+    # a discount rounded up to 1 (from within 1e-16 of it): the all-singletons limit
+    assert valid_parameters(PITMAN_YOR, 0.5, 1.0)
+    assert log_eppf_sizes(PITMAN_YOR, np.array([0.5, 1.0, 0.0]), np.ones(6, np.int64)) == pytest.approx(0.0, abs=1e-14)
+    assert log_eppf_sizes(PITMAN_YOR, np.array([0.5, 1.0, 0.0]), np.array([2, 1, 1, 1, 1])) == -np.inf
+    f = pytensor.function([sizes_t, alpha], pmp.priors.symbolic_log_eppf(PITMAN_YOR, sizes_t, 6, alpha, 1.0, 0))
+    assert f(np.ones(6, np.int64), 0.5) == pytest.approx(0.0, abs=1e-14) and f(np.r_[2, 1, 1, 1, 1, 0], 0.5) == -np.inf
     assert valid_parameters(PITMAN_YOR, -0.2, 0.3) and not valid_parameters(FINITE_DIRICHLET, np.nan, 0.0)

@@ -77,6 +77,21 @@ Differences handled here
    :func:`guard_variable_order` wraps both so that each partition's label-invariant
    Deterministics come first and its labels last: plain ``az.summary(result)`` then starts with
    them. (``pm.sample(trace=ZarrTrace(...))`` in PyMC 6 converts elsewhere and keeps its order.)
+10. Steps given to ``pm.sample``. Both lines call ``assign_step_methods(model, step, methods)`` of
+   ``pymc.sampling.mcmc`` with the user's steps; PyMC asks ``competence`` only for the variables
+   left over, so nothing stops ``pm.Metropolis([z])``. :func:`guard_step_assignment` wraps it.
+11. SMC. ``pm.sample_smc`` builds its kernel (a subclass of ``pymc.smc.kernels.SMC_KERNEL``, same
+   ``__init__`` signature in both lines) in the calling process; :func:`guard_smc` wraps
+   ``SMC_KERNEL.__init__`` so that models with a partition are refused.
+12. ``pm.find_MAP`` (``pymc.tuning.starting``) keeps non-optimised variables at their start,
+   ``start=`` in PyMC 5 and ``initvals=`` in PyMC 6 (which rewrote it); :func:`guard_find_map` wraps it. ``pm.fit`` needs no wrapper (its
+   approximations refuse discrete variables, naming them: ``ParametrizationError``), nor do the
+   external NUTS samplers (``pm.sample(nuts_sampler="numpyro" / "nutpie" / "blackjax")`` raises
+   ``ValueError`` when any variable, here the partition, needs a step other than NUTS).
+
+Every wrapper keeps PyMC's function as ``__wrapped__`` and is marked ``_pmp_guard``; each installs
+itself only if the function it wraps exists with the parameters it relies on (else it returns False
+and ``tests/test_compat.py`` fails), and models without a partition pass straight through.
 """
 
 from __future__ import annotations
@@ -113,6 +128,9 @@ __all__ = [
     "guard_forward_sampling",
     "guard_convergence_checks",
     "guard_variable_order",
+    "guard_step_assignment",
+    "guard_smc",
+    "guard_find_map",
     "order_variables",
     "forward_sampling_guarded",
     "ChainSetupMixin",
@@ -324,6 +342,166 @@ def _ordering_wrapper(original):
     convert.__name__ = original.__name__
     convert.__doc__ = original.__doc__
     return convert
+
+
+def _bind(signature, args, kwargs):
+    """``signature.bind(*args, **kwargs)`` with defaults applied, or ``None`` if they do not fit
+    (then the wrapper leaves the call to PyMC, which reports the error)."""
+    try:
+        bound = signature.bind(*args, **kwargs)
+    except TypeError:
+        return None
+    bound.apply_defaults()
+    return bound
+
+
+def _wrap(original, wrapper):
+    wrapper._pmp_guard = True
+    wrapper.__wrapped__ = original
+    wrapper.__name__ = getattr(original, "__name__", wrapper.__name__)
+    wrapper.__doc__ = getattr(original, "__doc__", None)
+    return wrapper
+
+
+def guard_step_assignment() -> bool:
+    """Refuse step assignments that would sample a partition wrongly, before ``pm.sample`` runs
+    (difference 10). Idempotent; returns whether the hook is in place.
+
+    Wraps ``pymc.sampling.mcmc.assign_step_methods(model, step=None, methods=None)``, which
+    ``pm.sample`` calls (looked up in that module at call time, both lines) with the steps given
+    in ``step=`` before instantiating the others. PyMC offers no hook for a variable to refuse a
+    step method: ``competence`` is asked only for variables no step was given for, so
+    ``step=pm.Metropolis([z])`` or ``pm.Slice([z])`` is accepted, and samples each partition in
+    proportion to its number of labellings (its log density is that of the partition, given to
+    every label vector), or not at all. The wrapper passes the model and the given steps to
+    :func:`~pymc_partitions.pymc.steps.check_partition_steps` (which refuses steps of other
+    packages on a partition, and a partition given to two steps of one class), then calls PyMC.
+    Models without a partition, and ``step=None``, go straight to PyMC.
+    """
+    import pymc.sampling.mcmc as mcmc  # noqa: PLC0415
+
+    original = getattr(mcmc, "assign_step_methods", None)
+    if original is None:
+        return False
+    if getattr(original, "_pmp_guard", False):
+        return True
+    try:
+        signature = inspect.signature(original)
+    except (TypeError, ValueError):
+        return False
+    if list(signature.parameters)[:2] != ["model", "step"]:
+        return False
+
+    def assign_step_methods(*args, **kwargs):
+        bound = _bind(signature, args, kwargs)
+        if bound is not None and bound.arguments.get("step") is not None:
+            from .steps import check_partition_steps  # noqa: PLC0415
+
+            check_partition_steps(bound.arguments["model"], bound.arguments["step"])
+        return original(*args, **kwargs)
+
+    mcmc.assign_step_methods = _wrap(original, assign_step_methods)
+    return True
+
+
+def guard_smc() -> bool:
+    """Make ``pm.sample_smc`` refuse models with a partition (difference 11). Idempotent; returns
+    whether the hook is in place.
+
+    ``pm.sample_smc`` (``pymc/smc/sampling.py``, both lines) builds its kernel in the calling
+    process, ``kernel(draws=..., start=None, model=model, random_seed=..., **kernel_kwargs)``, and
+    every kernel (IMH, MH, a user's) derives from ``pymc.smc.kernels.SMC_KERNEL``, whose
+    ``__init__(self, draws, start, model, random_seed, threshold, compile_kwargs)`` reads the model.
+    Its proposals are continuous (a Gaussian fitted to the particles), which cannot move the
+    labels: every draw kept its starting partition, one block, without a word. PyMC gives a model
+    variable no say in SMC, so ``SMC_KERNEL.__init__`` is wrapped: with a partition in the model it
+    raises :func:`~pymc_partitions.pymc.steps.refuse_partition`'s ``NotImplementedError`` before
+    anything runs; other models go straight to PyMC.
+    """
+    try:
+        from pymc.smc.kernels import SMC_KERNEL  # noqa: PLC0415
+    except ImportError:
+        return False
+    original = SMC_KERNEL.__dict__.get("__init__")
+    if original is None:
+        return False
+    if getattr(original, "_pmp_guard", False):
+        return True
+    try:
+        signature = inspect.signature(original)
+    except (TypeError, ValueError):
+        return False
+    if "model" not in signature.parameters:
+        return False
+
+    def __init__(*args, **kwargs):
+        bound = _bind(signature, args, kwargs)
+        if bound is not None:
+            from .steps import refuse_partition  # noqa: PLC0415
+
+            refuse_partition(pymc.modelcontext(bound.arguments["model"]), "pm.sample_smc")
+        return original(*args, **kwargs)
+
+    SMC_KERNEL.__init__ = _wrap(original, __init__)
+    return True
+
+
+def guard_find_map() -> bool:
+    """Make ``pm.find_MAP`` refuse to pass off a conditional mode as a MAP on models with a
+    partition (difference 12). Idempotent; returns whether the hook is in place.
+
+    ``pm.find_MAP`` (``pymc/tuning/starting.py``; ``(start=None, vars=None, ..., model=None)`` in
+    PyMC 5, ``(method, *, vars=None, initvals=None, ..., model=None, **optimizer_kwargs)`` in PyMC 6,
+    which still takes ``start=`` as a deprecated alias) optimises the continuous variables by default
+    and keeps every other variable at its start (default: the model's initial point): a partition
+    stays at its starting labels, one block, and the result --
+    alpha about 1e-6 for a CRP -- is the mode given one block, not a MAP of the model. It has no
+    hook, so the function is wrapped, in ``pymc.tuning.starting`` and where PyMC re-exports it
+    (``pymc.tuning``, ``pymc``; a ``from pymc import find_MAP`` made before importing
+    pymc_partitions keeps PyMC's own). With a partition in the model the call is refused unless
+    the start (``start`` / ``initvals``) gives every partition's labels (then it is the mode given
+    those labels, as asked),
+    and always if ``vars`` names a partition (Powell would move the labels as real numbers); see
+    :func:`~pymc_partitions.pymc.steps.check_find_map`. Other models go straight to PyMC.
+    """
+    import pymc.tuning as tuning  # noqa: PLC0415
+    import pymc.tuning.starting as starting  # noqa: PLC0415
+
+    original = getattr(starting, "find_MAP", None)
+    if original is None:
+        return False
+    if getattr(original, "_pmp_guard", False):
+        return True
+    try:
+        signature = inspect.signature(original)
+    except (TypeError, ValueError):
+        return False
+    params = signature.parameters
+    start_name = "start" if "start" in params else "initvals" if "initvals" in params else None  # PyMC 5 / 6
+    if start_name is None or not {"vars", "model"} <= set(params):
+        return False
+    extra = next((name for name, p in params.items() if p.kind is p.VAR_KEYWORD), None)
+
+    def find_MAP(*args, **kwargs):  # noqa: N802 - PyMC's name
+        bound = _bind(signature, args, kwargs)
+        if bound is not None:
+            from .steps import check_find_map  # noqa: PLC0415
+
+            given = bound.arguments
+            start = given[start_name]
+            if start is None and extra is not None:  # PyMC 6 still takes start= (deprecated), or a dict first
+                start = given.get(extra, {}).get("start")
+                if start is None and isinstance(given.get("method"), dict):
+                    start = given["method"]
+            check_find_map(pymc.modelcontext(given["model"]), start, given["vars"], start_name)
+        return original(*args, **kwargs)
+
+    wrapped = _wrap(original, find_MAP)
+    starting.find_MAP = wrapped
+    for module in (tuning, pymc):
+        if getattr(module, "find_MAP", None) is original:
+            module.find_MAP = wrapped
+    return True
 
 
 #: Why forward draws of collapsed likelihoods are refused when :func:`guard_forward_sampling` could

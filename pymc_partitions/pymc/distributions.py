@@ -180,9 +180,9 @@ class Partition(pm.Discrete):
         sizes = pt.zeros(n_static, dtype="int64")[pt.clip(value, 0, n_static - 1)].inc(1)
         lp = symbolic_log_eppf(code, sizes, n_static, alpha, discount, k_static)
         lp = pt.switch(in_range, lp, -np.inf)
-        # the support of priors.valid_parameters: alpha = 0 is what a positive alpha underflows to
+        # priors.valid_parameters: alpha = 0 and discount = 1 are what values inside round to (limits)
         if code == PITMAN_YOR:
-            valid = [pt.ge(discount, 0), pt.lt(discount, 1),
+            valid = [pt.ge(discount, 0), pt.le(discount, 1),
                      pt.gt(alpha, -discount) | (pt.eq(discount, 0) & pt.eq(alpha, 0))]
         else:
             valid = [pt.ge(alpha, 0)]

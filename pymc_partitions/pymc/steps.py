@@ -14,13 +14,14 @@ import pymc as pm
 
 from .. import _checks
 from ..priors import PITMAN_YOR, log_eppf_sizes, valid_parameters
-from ..samplers.concentration import escobar_west
+from ..samplers.concentration import escobar_west, escobar_west_log
 from ..samplers.gibbs import gibbs_sweeps
 from ..samplers.jain_neal import JainNealKernel
 from ..samplers.pgsm import PGSMKernel
 from ..samplers.sams import SAMSKernel
 from .compat import (STEP_METHODS, BlockedStep, ChainSetupMixin, Competence, ancestors, guard_convergence_checks,
-                     guard_forward_sampling, guard_initvals, guard_variable_order)
+                     guard_find_map, guard_forward_sampling, guard_initvals, guard_smc, guard_step_assignment,
+                     guard_variable_order)
 from .distributions import constant_value, is_partition, prior_parameter_model
 from .terms import PartitionTerms, _resolve_rv
 
@@ -433,6 +434,11 @@ class EscobarWest(ChainSetupMixin, BlockedStep):
     ``pmp.CRP``. ``pm.sample`` assigns this step automatically to every such variable (unless
     ``step=`` names a step for it).
 
+    Every valid Gamma prior works, vague ones such as Gamma(1e-3, 1e-3) included: alpha is drawn in
+    log space and kept as log alpha (the default log transform), so draws far below 1e-308 are
+    exact; alpha itself (the posterior variable, the ``alpha`` statistic) is then 0, read by the
+    partition's steps as its limit (one block). The statistic ``log_alpha`` holds the draw.
+
     Examples
     --------
     >>> import numpy as np, pymc as pm, pymc_partitions as pmp
@@ -446,7 +452,7 @@ class EscobarWest(ChainSetupMixin, BlockedStep):
 
     name = "escobar_west"
     default_blocked = False  # several variables: one step each
-    stats_dtypes_shapes = {"alpha": (np.float64, [])}
+    stats_dtypes_shapes = {"alpha": (np.float64, []), "log_alpha": (np.float64, [])}
 
     def __init__(self, vars=None, model=None, rng=None, blocked=None, **kwargs):
         model = pm.modelcontext(model)
@@ -466,17 +472,16 @@ class EscobarWest(ChainSetupMixin, BlockedStep):
 
     def step(self, point):
         k = int(np.count_nonzero(np.bincount(point[self.z_value])))
-        alpha = self._to_alpha(point[self.value_name])
-        alpha = escobar_west(alpha, k, self.n, self.a, self.b, self.rng)
+        value = float(point[self.value_name])
+        if self.log_scale:  # log alpha, drawn in log space: exact however far below 1e-308 alpha is
+            log_alpha = escobar_west_log(value, k, self.n, self.a, self.b, self.rng)
+            new = log_alpha
+        else:  # alpha itself: 0 when it falls below the smallest float (read as that limit)
+            new = escobar_west(value, k, self.n, self.a, self.b, self.rng)
+            log_alpha = math.log(new) if new > 0.0 else -math.inf
         point = dict(point)
-        point[self.value_name] = np.asarray(self._from_alpha(alpha), dtype=np.asarray(point[self.value_name]).dtype)
-        return point, [{"alpha": alpha}]
-
-    def _to_alpha(self, value):
-        return math.exp(float(value)) if self.log_scale else float(value)
-
-    def _from_alpha(self, alpha):
-        return math.log(alpha) if self.log_scale else alpha
+        point[self.value_name] = np.asarray(new, dtype=np.asarray(point[self.value_name]).dtype)
+        return point, [{"alpha": math.exp(log_alpha), "log_alpha": log_alpha}]
 
     @staticmethod
     def competence(var, has_grad):
@@ -496,6 +501,12 @@ class PriorSlice(ChainSetupMixin, BlockedStep):
     discount that enters the model only through one Partition prior, except where
     :class:`EscobarWest` applies (a Gamma-prior CRP concentration), unless ``step=`` names a step
     for it.
+
+    alpha = 0, what a positive alpha below about 1e-308 underflows to, is read as its limit (one
+    block). Where PyMC cannot evaluate the variable's own log density at an unconstrained value
+    (a vague prior with mass below 1e-308: pm.Gamma(1e-3, 1e-3) on PyMC 5, whose log density is
+    -inf once alpha underflows; a discount that rounds to 1), the step stops with an error rather
+    than cut that mass off silently.
 
     Parameters
     ----------
@@ -534,6 +545,7 @@ class PriorSlice(ChainSetupMixin, BlockedStep):
         alpha, discount, k, _ = z.owner.inputs[-4:]
         self.prior_code = PITMAN_YOR if int(constant_value(k)) == 0 else 1
         self.k = float(constant_value(k))
+        self.transformed = model.rvs_to_transforms.get(rv) is not None
         own_logp = model.logp(vars=[rv], jacobian=True, sum=True)
         params = model.replace_rvs_by_values([alpha, discount])
         self._fn = model.compile_fn([own_logp, *params], inputs=model.value_vars, on_unused_input="ignore",
@@ -546,6 +558,17 @@ class PriorSlice(ChainSetupMixin, BlockedStep):
         point[self.value_name] = np.asarray(value, dtype=point[self.value_name].dtype)
         own, alpha, discount = self._fn(point)
         if not np.isfinite(own):
+            if self.transformed and math.isfinite(value):
+                # an unconstrained value maps into the prior's support: a non-finite log density is PyMC
+                # failing to evaluate it (e.g. alpha = exp(value) underflowed to 0), and treating it as
+                # outside the slice would silently cut that part of the law away
+                raise ValueError(
+                    f"PriorSlice: PyMC {pm.__version__} evaluates the log density of {self.value_name!r} as {own} at "
+                    f"the unconstrained value {value!r} (alpha = {float(alpha)!r}, discount = {float(discount)!r}): "
+                    "the prior puts mass where float64 cannot evaluate it (a value that under- or overflows), so "
+                    "slice sampling would silently cut it off. Use a prior with less mass there, pmp.EscobarWest "
+                    "for a Gamma prior on a CRP's alpha (exact in log space), or a PyMC whose log densities stay "
+                    "finite there (PyMC 6 evaluates pm.Gamma on the log scale exactly)")
             return -np.inf
         alpha, discount = float(alpha), float(discount)
         if not valid_parameters(self.prior_code, alpha, discount):
@@ -600,6 +623,103 @@ class PriorSlice(ChainSetupMixin, BlockedStep):
         return Competence.IDEAL
 
 
+# ----------------------------------------------------------------------------- PyMC entry points
+
+#: What to use instead of a PyMC sampler that cannot sample a partition.
+_USE_INSTEAD = ("Use pm.sample: it gives each pmp.Partition a pmp.CollapsedGibbs step automatically (add pmp.PGSM, "
+                "pmp.SAMS, pmp.SplitMerge or pmp.ARM in step= for split-merge moves) and PyMC's samplers to the "
+                "other variables")
+
+
+def _partitions(model):
+    return [rv for rv in model.free_RVs if is_partition(rv)]
+
+
+def refuse_partition(model, entry: str) -> None:
+    """``NotImplementedError`` if ``model`` has a partition: ``entry`` (a PyMC sampler such as
+    ``pm.sample_smc``) moves every variable with continuous proposals, which leave the labels where
+    they start. Nothing for models without one. Called by :func:`~.compat.guard_smc`."""
+    names = [rv.name for rv in _partitions(model)]
+    if names:
+        raise NotImplementedError(
+            f"{entry} cannot sample a model with a partition ({', '.join(map(repr, names))}, pmp.Partition): its "
+            "proposals are continuous and cannot move cluster labels, so every draw would keep the starting "
+            f"partition (one block). {_USE_INSTEAD}. To compare models, which {entry}'s marginal likelihood "
+            "serves, use pmp.loo / az.compare on pm.sample results (docs/model_comparison.md)")
+
+
+def check_find_map(model, start, vars, start_name="start") -> None:
+    """Refuse ``pm.find_MAP`` on a model with a partition unless ``start`` gives every partition's
+    labels (its result is then the mode of the other variables given them), and always when
+    ``vars`` names a partition. Nothing for models without one. ``start_name`` is the installed
+    PyMC's name of that argument (``start``, ``initvals``). Called by
+    :func:`~.compat.guard_find_map`."""
+    parts = _partitions(model)
+    if not parts:
+        return
+    for var in ([] if vars is None else list(vars) if isinstance(vars, (list, tuple)) else [vars]):
+        try:
+            rv = _resolve_rv(model, var)
+        except (ValueError, KeyError, TypeError):
+            continue  # PyMC reports it
+        if is_partition(rv):
+            raise NotImplementedError(
+                f"pm.find_MAP cannot optimise the partition {rv.name!r}: its labels are discrete (the optimiser would "
+                "move them as real numbers). For a point estimate of a partition sample its posterior with pm.sample "
+                "and summarise it with pmp.point_estimate")
+    given = {} if start is None else start
+    missing = [rv.name for rv in parts if rv.name not in given and model.rvs_to_values[rv].name not in given]
+    if missing:
+        raise NotImplementedError(
+            f"pm.find_MAP keeps the partition(s) {missing} at their starting labels (one block) and optimises the "
+            "other variables given them: the result (e.g. a CRP alpha near 0) is the mode given one block, not a MAP "
+            "of the model. For a point estimate of a partition use pm.sample and pmp.point_estimate; for the mode of "
+            f"the other variables given chosen labels pass them: pm.find_MAP({start_name}={{{missing[0]!r}: labels}})")
+
+
+def _flat_steps(step):
+    if step is None:
+        return []
+    if isinstance(step, (list, tuple)):
+        return [m for s in step for m in _flat_steps(s)]
+    methods = getattr(step, "methods", None)
+    if isinstance(methods, (list, tuple)):  # a CompoundStep
+        return [m for s in methods for m in _flat_steps(s)]
+    return [step]
+
+
+def check_partition_steps(model, step) -> None:
+    """Refuse, before ``pm.sample`` runs, steps given in ``step=`` that would sample a partition
+    wrongly: a step method not of this package (``pm.Metropolis``, ``pm.Slice``, ... treat the labels
+    as numbers, and each label vector has the log density of its partition, so the partitions would
+    be sampled in proportion to their numbers of labellings), and one partition in two steps of the
+    same class (their statistics would be stacked along an extra dimension like two partitions'; one
+    step with more ``sweeps`` / ``moves`` does the same). Nothing for models without a partition.
+    Called by :func:`~.compat.guard_step_assignment`."""
+    parts = {model.rvs_to_values[rv]: rv.name for rv in _partitions(model)}
+    if not parts:
+        return
+    seen = {}
+    for method in _flat_steps(step):
+        for var in getattr(method, "vars", None) or []:
+            name = parts.get(var)
+            if name is None:
+                continue
+            kind = type(method).__name__
+            if not isinstance(method, _PartitionStep):
+                raise ValueError(
+                    f"step {kind} cannot sample the partition {name!r} (pmp.Partition): it moves the labels as "
+                    "numbers, and would sample each partition in proportion to its number of labellings. "
+                    f"{_USE_INSTEAD}; give {kind} the other variables only")
+            if (kind, name) in seen:
+                more = "sweeps" if isinstance(method, CollapsedGibbs) else "moves"
+                raise ValueError(
+                    f"the partition {name!r} is given to two {kind} steps: give one {kind} step {more}=2 instead "
+                    "(two steps' statistics would be stacked along an extra dimension, as if there were two "
+                    "partitions)")
+            seen[kind, name] = method
+
+
 def register():
     """Let ``pm.sample`` assign :class:`CollapsedGibbs` to Partition variables, :class:`EscobarWest`
     and :class:`PriorSlice` to their prior parameters automatically, check Partition starting
@@ -607,7 +727,9 @@ def register():
     ``pm.sample_posterior_predictive`` draw collapsed likelihoods given the observed data
     (:func:`~.compat.guard_forward_sampling`) and judge partitions on label-invariant quantities
     in ``pm.sample``'s convergence checks (:func:`~.compat.guard_convergence_checks`), with
-    those quantities before the labels in the result (:func:`~.compat.guard_variable_order`)."""
+    those quantities before the labels in the result (:func:`~.compat.guard_variable_order`), and
+    refuse PyMC samplers that cannot sample a partition (:func:`~.compat.guard_step_assignment`,
+    :func:`~.compat.guard_smc`, :func:`~.compat.guard_find_map`)."""
     for cls in (CollapsedGibbs, EscobarWest, PriorSlice):
         if cls not in STEP_METHODS:
             STEP_METHODS.append(cls)
@@ -615,3 +737,6 @@ def register():
     guard_forward_sampling()
     guard_convergence_checks()
     guard_variable_order()
+    guard_step_assignment()
+    guard_smc()
+    guard_find_map()
