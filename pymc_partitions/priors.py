@@ -215,6 +215,9 @@ def _is_symbolic(x) -> bool:
 
 def _number(name, value, cls):
     if _is_symbolic(value):
+        shape = tuple(value.type.shape)
+        if len(shape) != 0:  # (the Partition takes one alpha and one discount; a batch would fail in PyTensor)
+            raise ValueError(f"{cls}: {name} must be a scalar, got a PyMC variable of shape {shape}")
         return value
     try:
         arr = np.asarray(value, dtype=float)

@@ -107,8 +107,7 @@ class ARM(_PartitionStep, PopulationArrayStepShared):
         self.mode = _checks.choice("mode", mode, MODES, owner="ARM")
         self.moves = _check_moves("ARM", moves)
         self.pool_draws = _checks.integer("pool_draws", pool_draws, low=1, owner="ARM")
-        if self.terms.n < 2:
-            raise ValueError(f"ARM: the partition {self.terms.name!r} has {self.terms.n} item; a move needs two")
+        self._need_two_items()
         # what PopulationArrayStepShared.__init__ sets (its ArrayStepShared part flattens points: not used)
         self.population = None
         self.this_chain = None

@@ -302,6 +302,16 @@ def partition_size(partition) -> int:
     return int(constant_value(partition.owner.inputs[-1]))
 
 
+def likelihood_names() -> str:
+    """The collapsed likelihoods of this package as text (``"pmp.NormalNormal, ..., or
+    pmp.DirichletCategorical"``), read from this module -- every public ``pm.Distribution`` whose op is a
+    :class:`CollapsedLikelihoodRV` -- so that messages list them all, whatever is added."""
+    names = [f"pmp.{name}" for name, obj in globals().items()
+             if isinstance(obj, type) and issubclass(obj, pm.Distribution) and not name.startswith("_")
+             and isinstance(getattr(obj, "rv_op", None), CollapsedLikelihoodRV)]
+    return ", ".join(names[:-1]) + " or " + names[-1]
+
+
 def is_partition(var) -> bool:
     return isinstance(var, Variable) and var.owner is not None and isinstance(var.owner.op, PartitionRV)
 
@@ -547,16 +557,29 @@ def _check_partition(name, partition):
     return partition_size(partition)
 
 
+_NO_IMPUTE = "collapsed likelihoods do not impute missing data: leave those items out"
+
+
 def _real_array(name, what, value, *, allow_bool=False) -> np.ndarray:
     """``value`` as a float64 array, refusing what numpy would silently convert or drop: complex
-    numbers (imaginary part), strings ("1.5"), masked entries (PyMC would impute them; a collapsed
-    likelihood cannot), and booleans unless ``allow_bool`` (data: False/True are 0/1)."""
+    numbers (imaginary part), strings ("1.5"), masked or missing entries (PyMC would impute them; a
+    collapsed likelihood cannot; pandas' nullable dtypes are read when nothing is missing), ragged
+    sequences, and booleans unless ``allow_bool`` (data: False/True are 0/1)."""
     if isinstance(value, np.ma.MaskedArray):
         if np.ma.count_masked(value):
-            raise ValueError(f"{name!r}: {what} has {np.ma.count_masked(value)} masked (missing) entries; collapsed "
-                             "likelihoods do not impute missing data: leave those items out")
+            raise ValueError(f"{name!r}: {what} has {np.ma.count_masked(value)} masked (missing) entries; {_NO_IMPUTE}")
         value = np.ma.getdata(value)
-    raw = np.asarray(value)
+    if hasattr(value, "isna") and hasattr(value, "to_numpy"):  # pandas: nullable dtypes hold pd.NA, not NaN
+        missing = int(np.asarray(value.isna()).sum())
+        if missing:
+            raise ValueError(f"{name!r}: {what} has {missing} missing values (NaN, None or pd.NA in the "
+                             f"{type(value).__name__}); {_NO_IMPUTE}")
+        value = value.to_numpy()
+    try:
+        raw = np.asarray(value)
+    except ValueError:  # numpy >= 1.24: "setting an array element with a sequence" (rows of unequal lengths)
+        raise ValueError(f"{name!r}: {what} must be a rectangular array of numbers, got a ragged sequence (rows of "
+                         "different lengths)") from None
     kind = raw.dtype.kind
     if kind == "O":
         flat = raw.reshape(-1)
@@ -669,10 +692,41 @@ def _check_representable(name, op, value, hyper):
     kernels.FamilyPack.build([op.kernel_part(value, *hyper)], n=value.shape[0], names=[name])
 
 
+def variable_shape(var) -> tuple:
+    """Shape of a PyTensor variable: the static one, completed by evaluating its shape graph (no
+    random draw needed) where entries are unknown; ``None`` entries remain where that fails."""
+    shape = tuple(var.type.shape)
+    if all(s is not None for s in shape):
+        return shape
+    try:
+        return tuple(int(s) for s in var.shape.eval())
+    except Exception:  # noqa: BLE001 - then PyMC reports a mismatch when it evaluates the model
+        return shape
+
+
+def _check_variable_shape(name, arg, var, fits, want):
+    """``var`` as a float64 tensor if its shape passes ``fits(shape)``, else ``ValueError`` naming the
+    argument, as for a numpy value (``want`` says what is expected)."""
+    var = pt.as_tensor_variable(var)
+    shape = variable_shape(var)
+    if not fits(shape):
+        raise ValueError(f"{name!r}: {arg} must be {want}, got a PyMC variable of shape {shape}")
+    return var.astype("float64")
+
+
+def _broadcasts_to(shape, target) -> bool:
+    """Whether an array of ``shape`` (entries may be ``None``: unknown) broadcasts to ``target``."""
+    if len(shape) > len(target):
+        return False
+    return all(s is None or s in (1, t) for s, t in zip(shape[::-1], target[::-1]))
+
+
 def _vector(name, arg, value, dim, *, positive=False):
     """Broadcast a hyperparameter to shape (dim,), validating numbers."""
     if isinstance(value, Variable):
-        return pt.broadcast_to(pt.as_tensor_variable(value).astype("float64"), (dim,))
+        var = _check_variable_shape(name, arg, value, lambda s: _broadcasts_to(s, (dim,)),
+                                    f"a scalar or have length D={dim}")
+        return pt.broadcast_to(var, (dim,))
     arr = _real_array(name, arg, value)
     try:
         arr = np.broadcast_to(arr, (dim,)).copy()
@@ -685,7 +739,7 @@ def _vector(name, arg, value, dim, *, positive=False):
 
 def _scalar(name, arg, value, *, greater=None):
     if isinstance(value, Variable):
-        return pt.as_tensor_variable(value).astype("float64")
+        return _check_variable_shape(name, arg, value, lambda s: s == (), "a scalar")
     arr = _real_array(name, arg, value)
     if arr.ndim != 0 or not np.isfinite(arr) or (greater is not None and not arr > greater):
         raise ValueError(f"{name!r}: {arg} must be a finite scalar > {greater}, got {value!r}")
@@ -694,7 +748,8 @@ def _scalar(name, arg, value, *, greater=None):
 
 def _spd(name, arg, value, dim):
     if isinstance(value, Variable):
-        return pt.as_tensor_variable(value).astype("float64")
+        return _check_variable_shape(name, arg, value, lambda s: len(s) == 2 and all(x in (None, dim) for x in s),
+                                     f"a {dim}x{dim} matrix")
     arr = _real_array(name, arg, value)
     if arr.ndim == 0:
         arr = float(arr) * np.eye(dim)
@@ -1115,9 +1170,8 @@ class DirichletCategorical(pm.Discrete):
             raise ValueError(f"{name!r}: observed {err}") from None
         dim, c_max = value.shape[1], int(n_cat.max())
         if isinstance(a, Variable):
-            a_var = pt.as_tensor_variable(a).astype("float64")
-            if a_var.ndim > 2:
-                raise ValueError(f"{name!r}: a must be a scalar, a vector or a (D, C) matrix, got ndim {a_var.ndim}")
+            a_var = _check_variable_shape(name, "a", a, lambda s: _broadcasts_to(s, (dim, c_max)),
+                                          f"a scalar, a length-{c_max} vector or ({dim}, {c_max})")
             a_hyper = pt.broadcast_to(a_var, (dim, c_max))
         else:
             arr = _real_array(name, "a", a)

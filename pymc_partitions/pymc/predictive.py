@@ -40,7 +40,7 @@ from ..predictive import join_log_probabilities, log_predictive_density
 from ..summaries import labels_vector
 from ..summaries.draws import _weights, canonical_rows
 from .compat import add_groups, ancestors, group_names, new_result, posterior_dataset
-from .distributions import check_data, is_partition
+from .distributions import check_data, is_partition, likelihood_names
 from .summaries import CLUSTERING_GROUP, _is_result, _partition_draws, point_estimate
 from .terms import ObservedData, PartitionTerms
 
@@ -92,8 +92,8 @@ class _Fitted:
         self.name = _partition_name(model, var_name, owner)
         terms = PartitionTerms(model, self.name)
         if not terms.likelihoods:
-            raise ValueError(f"{owner}: the partition {self.name!r} has no collapsed likelihood (pmp.NormalNormal, "
-                             "pmp.NormalInverseWishart or pmp.BetaBernoulli), so there is nothing to predict")
+            raise ValueError(f"{owner}: the partition {self.name!r} has no collapsed likelihood ({likelihood_names()}), "
+                             "so there is nothing to predict")
         self.terms = terms
         self.n, self.k, self.prior_code = terms.n, terms.k, terms.prior_code
         self.likelihoods = terms.likelihoods

@@ -44,6 +44,13 @@ class _PartitionStep(ChainSetupMixin, BlockedStep):
         self.vars = [model.rvs_to_values[_resolve_rv(model, vars[0])]]
         self.rng = np.random.default_rng(rng)
 
+    def _need_two_items(self):
+        """Refuse a partition of one item for a move that picks two (split-merge, ARM)."""
+        if self.terms.n < 2:
+            raise ValueError(f"{type(self).__name__}: the partition {self.terms.name!r} has {self.terms.n} item, too few "
+                             "for its moves, which pick two items (with one item there is one partition: nothing to "
+                             "sample)")
+
     def _inputs(self, point):
         """(labels, prior params, FamilyPack) at ``point``."""
         prior_params, pack = self.terms.kernel_inputs(point)
@@ -203,6 +210,7 @@ class PGSM(_PartitionStep):
                  anchor_proposal="uniform", annealed=True, moves=1, adapt_iterations=None, threshold=0.01, rng=None,
                  blocked=None, **kwargs):
         super().__init__(vars, model, rng)
+        self._need_two_items()
         self.moves = _check_moves("PGSM", moves)
         self.adapt_iterations = 2**62 if adapt_iterations is None else _checks.integer(
             "adapt_iterations", adapt_iterations, low=0, owner="PGSM")
@@ -286,6 +294,7 @@ class SAMS(_PartitionStep):
 
     def __init__(self, vars=None, model=None, moves=1, rng=None, blocked=None, **kwargs):
         super().__init__(vars, model, rng)
+        self._need_two_items()
         self.moves = _check_moves("SAMS", moves)
 
     def step(self, point):
@@ -339,8 +348,7 @@ class SplitMerge(_PartitionStep):
         self.intermediate_scans = _checks.integer("intermediate_scans", intermediate_scans, low=0,
                                                   owner="SplitMerge")
         self.moves = _check_moves("SplitMerge", moves)
-        if self.terms.n < 2:
-            raise ValueError(f"SplitMerge: the partition {self.terms.name!r} has one item; a move needs two")
+        self._need_two_items()
 
     def step(self, point):
         labels, prior_params, pack = self._inputs(point)

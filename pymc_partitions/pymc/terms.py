@@ -15,7 +15,7 @@ from pytensor.compile.sharedvalue import SharedVariable
 from ..families.kernels import FamilyPack
 from ..priors import FINITE_DIRICHLET, PITMAN_YOR, valid_parameters
 from .compat import ancestors
-from .distributions import CollapsedLikelihoodRV, constant_value, is_partition, partition_size
+from .distributions import CollapsedLikelihoodRV, constant_value, is_partition, likelihood_names, partition_size
 
 __all__ = ["PartitionTerms"]
 
@@ -119,8 +119,8 @@ class PartitionTerms:
             if rv in ancestors([v]) and v is not rv:
                 raise ValueError(
                     f"{v.name!r} depends on the partition {rv.name!r} but is not a collapsed likelihood of "
-                    "pymc_partitions: the partition's step methods would ignore it. Use pmp.NormalNormal, "
-                    "pmp.NormalInverseWishart or pmp.BetaBernoulli for data given the partition."
+                    f"pymc_partitions: the partition's step methods would ignore it. Use {likelihood_names()} for "
+                    "data given the partition."
                 )
 
     def hyper_values(self, point):
