@@ -410,3 +410,24 @@ def test_models_without_a_partition_pass_the_guards_untouched():
         assert posterior_dataset(idata)["mu"].shape == (1, 5)
         smc = pm.sample_smc(draws=40, chains=1, progressbar=False, random_seed=1)
         assert posterior_dataset(smc)["mu"].shape == (1, 40)
+
+
+def test_escobar_west_without_a_transform_under_a_vague_prior():
+    """alpha ~ Gamma(1e-3, 1e-3) kept on its own scale (no log transform): draws below 1e-308 are
+    stored as alpha = 0, the one-block limit the other steps accept, and the next update starts
+    from there; the statistic log_alpha keeps the exact draw. A value outside the support (which
+    only a hand-made point can hold) is refused by name."""
+    with pm.Model() as model:
+        alpha = pm.Gamma("alpha", 1e-3, 1e-3, default_transform=None)
+        z = pmp.Partition("z", pmp.CRP(alpha), n=N)
+        pmp.NormalNormal("y", partition=z, mu0=0.0, sigma0=10.0, sigma=1.0, observed=SAME)
+        step = pmp.EscobarWest([alpha])
+        idata = pm.sample(step=[pmp.CollapsedGibbs([z]), step], **{**QUIET, "draws": 200})
+    values = posterior_dataset(idata)["alpha"].values.ravel()
+    log_alphas = posterior_dataset(idata, "sample_stats")["log_alpha"].values.ravel()
+    assert (values == 0).mean() > 0.2 and np.all(values >= 0)
+    assert np.all(np.isfinite(log_alphas)) and np.allclose(np.exp(log_alphas), values, rtol=1e-14, atol=0)
+    point = model.initial_point()
+    point["alpha"] = np.asarray(-1.0)
+    with pytest.raises(ValueError, match="EscobarWest: 'alpha' = -1.0 is outside the Gamma prior's support"):
+        step.step(point)

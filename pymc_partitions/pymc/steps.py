@@ -14,7 +14,7 @@ import pymc as pm
 
 from .. import _checks
 from ..priors import PITMAN_YOR, log_eppf_sizes, valid_parameters
-from ..samplers.concentration import escobar_west, escobar_west_log
+from ..samplers.concentration import escobar_west_log
 from ..samplers.gibbs import gibbs_sweeps
 from ..samplers.jain_neal import JainNealKernel
 from ..samplers.pgsm import PGSMKernel
@@ -481,12 +481,15 @@ class EscobarWest(ChainSetupMixin, BlockedStep):
     def step(self, point):
         k = int(np.count_nonzero(np.bincount(point[self.z_value])))
         value = float(point[self.value_name])
-        if self.log_scale:  # log alpha, drawn in log space: exact however far below 1e-308 alpha is
+        if self.log_scale:  # the point holds log alpha: the draw is exact however far below 1e-308 alpha is
             log_alpha = escobar_west_log(value, k, self.n, self.a, self.b, self.rng)
             new = log_alpha
-        else:  # alpha itself: 0 when it falls below the smallest float (read as that limit)
-            new = escobar_west(value, k, self.n, self.a, self.b, self.rng)
-            log_alpha = math.log(new) if new > 0.0 else -math.inf
+        else:  # alpha itself (no transform): 0 when the draw falls below the smallest float, read as that limit
+            if not value >= 0.0:
+                raise ValueError(f"EscobarWest: {self.value_name!r} = {value!r} is outside the Gamma prior's support")
+            log_alpha = escobar_west_log(math.log(value) if value > 0.0 else -math.inf, k, self.n, self.a, self.b,
+                                         self.rng)
+            new = math.exp(log_alpha)
         point = dict(point)
         point[self.value_name] = np.asarray(new, dtype=np.asarray(point[self.value_name]).dtype)
         return point, [{"alpha": math.exp(log_alpha), "log_alpha": log_alpha}]
