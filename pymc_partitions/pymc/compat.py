@@ -77,6 +77,11 @@ Differences handled here
    :func:`guard_variable_order` wraps both so that each partition's label-invariant
    Deterministics come first and its labels last: plain ``az.summary(result)`` then starts with
    them. (``pm.sample(trace=ZarrTrace(...))`` in PyMC 6 converts elsewhere and keeps its order.)
+10. Model contexts. Both lines keep the ``with model:`` stack in the thread-local list
+   ``pymc.model.core.MODEL_MANAGER.active_contexts``; a ``pm.Model()`` created while one is active
+   becomes its sub-model (its variables are registered in the parent). :func:`outside_model_contexts`
+   empties the stack for a block of code that builds and samples models of its own (``pmp.loo``'s
+   ``refit``) and puts it back afterwards.
 """
 
 from __future__ import annotations
@@ -125,6 +130,7 @@ __all__ = [
     "group_names",
     "add_groups",
     "new_result",
+    "outside_model_contexts",
     "save",
     "load",
 ]
@@ -193,6 +199,23 @@ class ChainSetupMixin:
 
     def reset_chain(self, tune: int | None, draws: int | None) -> None:
         """Reset per-chain state; override. Called after ``self.rng`` is set."""
+
+
+@contextlib.contextmanager
+def outside_model_contexts():
+    """Run a block with no ``with model:`` context active (restored afterwards, also on errors), so
+    that the models it builds are models of their own, not sub-models of the caller's."""
+    manager = getattr(getattr(pymc.model, "core", None), "MODEL_MANAGER", None)
+    stack = getattr(manager, "active_contexts", None)
+    if not isinstance(stack, list):
+        raise RuntimeError("pymc_partitions: this PyMC keeps no pymc.model.core.MODEL_MANAGER.active_contexts list; "
+                           "call this function outside any 'with model:' block")
+    saved = stack[:]
+    stack.clear()
+    try:
+        yield
+    finally:
+        stack[:] = saved
 
 
 def setup_chain(step, rng=None, tune: int = 0, draws: int = 0) -> None:
