@@ -88,6 +88,11 @@ Differences handled here
    approximations refuse discrete variables, naming them: ``ParametrizationError``), nor do the
    external NUTS samplers (``pm.sample(nuts_sampler="numpyro" / "nutpie" / "blackjax")`` raises
    ``ValueError`` when any variable, here the partition, needs a step other than NUTS).
+13. Model contexts. Both lines keep the ``with model:`` stack in the thread-local list
+   ``pymc.model.core.MODEL_MANAGER.active_contexts``; a ``pm.Model()`` created while one is active
+   becomes its sub-model (its variables are registered in the parent). :func:`outside_model_contexts`
+   empties the stack for a block of code that builds and samples models of its own (``pmp.loo``'s
+   ``refit``) and puts it back afterwards.
 
 Every wrapper keeps PyMC's function as ``__wrapped__`` and is marked ``_pmp_guard``; each installs
 itself only if the function it wraps exists with the parameters it relies on (else it returns False
@@ -143,6 +148,7 @@ __all__ = [
     "group_names",
     "add_groups",
     "new_result",
+    "outside_model_contexts",
     "save",
     "load",
 ]
@@ -211,6 +217,23 @@ class ChainSetupMixin:
 
     def reset_chain(self, tune: int | None, draws: int | None) -> None:
         """Reset per-chain state; override. Called after ``self.rng`` is set."""
+
+
+@contextlib.contextmanager
+def outside_model_contexts():
+    """Run a block with no ``with model:`` context active (restored afterwards, also on errors), so
+    that the models it builds are models of their own, not sub-models of the caller's."""
+    manager = getattr(getattr(pymc.model, "core", None), "MODEL_MANAGER", None)
+    stack = getattr(manager, "active_contexts", None)
+    if not isinstance(stack, list):
+        raise RuntimeError("pymc_partitions: this PyMC keeps no pymc.model.core.MODEL_MANAGER.active_contexts list; "
+                           "call this function outside any 'with model:' block")
+    saved = stack[:]
+    stack.clear()
+    try:
+        yield
+    finally:
+        stack[:] = saved
 
 
 def setup_chain(step, rng=None, tune: int = 0, draws: int = 0) -> None:

@@ -764,6 +764,39 @@ def _spd(name, arg, value, dim):
     return arr
 
 
+# ----------------------------------------------------------------------------- data-scaled hyperparameters
+
+#: The default ``within`` of the data-scaled hyperparameters is ``DEFAULT_SCALE_CLUSTERS ** (-2 / D)``.
+DEFAULT_SCALE_CLUSTERS = 3
+
+
+def _data_moments(owner: str, y) -> tuple[np.ndarray, np.ndarray]:
+    """(column means, column variances with ddof = 1) of data ``y``, (n,) or (n, D), checked."""
+    if isinstance(y, Variable):
+        raise TypeError(f"{owner}: y must be the data's values (a numpy array), not a PyTensor variable; "
+                        "for pm.Data pass the array you gave it")
+    y = _real_array(owner, "y", y, allow_bool=True)
+    if y.ndim == 1:
+        y = y[:, None]
+    if y.ndim != 2 or y.shape[1] == 0:
+        raise ValueError(f"{owner}: y must be 1-d or 2-d (n, D) with D >= 1, got shape {y.shape}")
+    if y.shape[0] < 2:
+        raise ValueError(f"{owner}: y needs at least 2 rows to have a variance, got {y.shape[0]}")
+    if not np.all(np.isfinite(y)):
+        raise ValueError(f"{owner}: y contains {int(np.sum(~np.isfinite(y)))} NaN or infinite values")
+    var = y.var(axis=0, ddof=1)
+    if not np.all(var > 0):
+        raise ValueError(f"{owner}: column(s) {np.flatnonzero(~(var > 0)).tolist()} of y are constant: "
+                         "they cannot inform a clustering; leave them out")
+    return y.mean(axis=0), var
+
+
+def _within(owner: str, within, dim: int) -> float:
+    if within is None:
+        return float(DEFAULT_SCALE_CLUSTERS ** (-2.0 / dim))
+    return _checks.real("within", within, low=0.0, high=1.0, low_open=True, high_open=True, owner=owner)
+
+
 class BetaBernoulliNetwork(pm.Discrete):
     r"""Collapsed Bernoulli stochastic blockmodel (the infinite relational model of Kemp et al. 2006
     with a CRP prior; seed 004 Sec. 3.2) for a graph on the partition's items.
@@ -879,6 +912,33 @@ class NormalNormal(pm.Continuous):
         lp = symbolic.normal_normal_logp(partition, value, mu0, sigma0, sigma)
         return check_parameters(lp, pt.all(sigma0 > 0), pt.all(sigma > 0), msg="sigma0 > 0, sigma > 0")
 
+    @classmethod
+    def hyperparameters_from_data(cls, y, *, within=None) -> dict:
+        r"""Hyperparameters scaled to the data ``y`` (the observed values, (n,) or (n, D)): a dict
+        to pass on, ``pmp.NormalNormal(name, partition, **hyper, observed=y)``.
+
+        ``mu0`` = the column means; per column, the observation variance ``sigma**2`` = ``within``
+        times the column's variance and the means' prior variance ``sigma0**2`` = ``1 - within``
+        times it, so an item of a new cluster has the data's variance a priori. ``within`` in
+        (0, 1) is the share of each column's variance expected inside a cluster; default
+        ``3 ** (-2 / D)``, the scale at which 3 clusters of equal volume fill the data's volume
+        (Fraley and Raftery 2007): 0.33 at D = 2, 0.84 at D = 13, 0.96 at D = 50. Nothing here
+        changes what the arguments of ``pmp.NormalNormal`` mean; see docs/models.md
+        ("Choosing the hyperparameters") for the measurements behind it.
+
+        Examples
+        --------
+        >>> import numpy as np, pymc_partitions as pmp
+        >>> y = np.array([[0.0, 10.0], [1.0, 30.0], [2.0, 20.0]])
+        >>> hyper = pmp.NormalNormal.hyperparameters_from_data(y, within=0.5)
+        >>> hyper["mu0"].tolist(), hyper["sigma"].round(3).tolist(), hyper["sigma0"].round(3).tolist()
+        ([1.0, 20.0], [0.707, 7.071], [0.707, 7.071])
+        """
+        owner = "NormalNormal.hyperparameters_from_data"
+        mean, var = _data_moments(owner, y)
+        within = _within(owner, within, mean.size)
+        return {"mu0": mean, "sigma0": np.sqrt((1.0 - within) * var), "sigma": np.sqrt(within * var)}
+
 
 class _NormalNormalFull(pm.Continuous):
     rv_op = NormalNormalFullRV()
@@ -934,6 +994,47 @@ class NormalInverseWishart(pm.Continuous):
 
     def logp(value, partition, mu0, kappa0, nu0, scale0):
         return symbolic.niw_logp(partition, value, mu0, kappa0, nu0, scale0)
+
+    @classmethod
+    def hyperparameters_from_data(cls, y, *, within=None, kappa0=0.1, nu0=None) -> dict:
+        r"""Hyperparameters scaled to the data ``y`` (the observed values, (n,) or (n, D)): a dict
+        to pass on, ``pmp.NormalInverseWishart(name, partition, **hyper, observed=y)``.
+
+        * ``mu0``: the column means.
+        * ``scale0`` = (nu0 - D - 1) ``within`` diag(column variances), so that E[Sigma_b] =
+          ``within`` diag(variances): each cluster's covariance is centred on a diagonal matrix
+          (the data's correlations are mostly *between* clusters). ``within`` in (0, 1) is the
+          share of each column's variance expected inside a cluster; default ``3 ** (-2 / D)``,
+          the scale at which 3 clusters of equal volume fill the data's volume (Fraley and
+          Raftery 2007): 0.33 at D = 2, 0.58 at D = 4, 0.84 at D = 13, 0.96 at D = 50.
+        * ``nu0`` (default 2 D + 2, must exceed D + 1): the covariance prior counts as
+          nu0 - D - 1 = D + 1 observations, so a cluster needs more than about D items before
+          its own scatter decides its covariance. The constructor's default D + 2 counts as one
+          observation: for D > 2 small clusters then take almost any covariance, which on real
+          data gives many clusters and poor mixing.
+        * ``kappa0`` (default 0.1): cluster means spread sqrt(1 / kappa0) = 3.2 times a cluster's
+          own scale around ``mu0``, enough to put a cluster anywhere in the data.
+
+        Nothing here changes what the arguments of ``pmp.NormalInverseWishart`` mean; see
+        docs/models.md ("Choosing the hyperparameters") for the measurements behind the defaults.
+
+        Examples
+        --------
+        >>> import numpy as np, pymc_partitions as pmp
+        >>> y = np.random.default_rng(0).normal([0.0, 100.0], [1.0, 10.0], size=(50, 2))
+        >>> hyper = pmp.NormalInverseWishart.hyperparameters_from_data(y, within=0.5)
+        >>> sorted(hyper), hyper["nu0"], hyper["kappa0"]
+        (['kappa0', 'mu0', 'nu0', 'scale0'], 6.0, 0.1)
+        >>> bool(np.allclose(hyper["scale0"] / (hyper["nu0"] - 3), 0.5 * np.diag(y.var(axis=0, ddof=1))))
+        True
+        """
+        owner = "NormalInverseWishart.hyperparameters_from_data"
+        mean, var = _data_moments(owner, y)
+        dim = mean.size
+        within = _within(owner, within, dim)
+        kappa0 = _checks.real("kappa0", kappa0, low=0.0, low_open=True, owner=owner)
+        nu0 = 2.0 * dim + 2.0 if nu0 is None else _checks.real("nu0", nu0, low=dim + 1.0, low_open=True, owner=owner)
+        return {"mu0": mean, "kappa0": kappa0, "nu0": nu0, "scale0": (nu0 - dim - 1.0) * within * np.diag(var)}
 
 
 class BetaBernoulli(pm.Discrete):
