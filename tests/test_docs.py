@@ -52,6 +52,30 @@ def test_markdown_examples_run(path, tmp_path, monkeypatch):
             raise AssertionError(f"python block at {path.name} line {line} failed: {exc!r}") from exc
 
 
+def test_readme_quick_start_works_on_two_groups_and_on_a_reloaded_result(tmp_path, monkeypatch):
+    """The quick start calls pmp.summary(idata) after the `with` block: it must work when every
+    draw has at most two clusters (labels only 0/1) and on the result saved and loaded again."""
+    import arviz as az  # noqa: PLC0415
+    import numpy as np  # noqa: PLC0415
+
+    import pymc_partitions as pmp  # noqa: PLC0415
+
+    monkeypatch.chdir(tmp_path)
+    source = code_blocks(ROOT / "README.md")[0][1]
+    data_line = next(line for line in source.splitlines() if line.startswith("y = "))
+    summaries = source[source.index("print(pmp.summary(idata))"):]
+    # far out in the prior's tails (mu0 = 20, sigma0 = 10), so that no draw opens a third cluster
+    two_groups = "y = np.r_[np.full(20, -40.0), np.full(20, 80.0)] + np.random.default_rng(0).normal(scale=0.3, size=40)"
+    namespace = {"__name__": "readme_two_groups"}
+    exec(compile(source.replace(data_line, two_groups), "README.md quick start", "exec"), namespace)
+    idata = namespace["idata"]
+    assert pmp.posterior_dataset(idata)["z"].values.max() == 1  # two clusters at most in every draw
+    pmp.save(idata, "two.nc")
+    idata.to_netcdf("two_az.nc")
+    for reloaded in (pmp.load("two.nc"), az.from_netcdf("two_az.nc")):
+        exec(compile(summaries, "README.md quick start", "exec"), dict(namespace, idata=reloaded))
+
+
 @pytest.mark.parametrize("path", DOC_FILES, ids=lambda p: str(p.relative_to(ROOT)))
 def test_shell_commands_not_fenced_as_python(path):
     for line, source in code_blocks(path):

@@ -81,7 +81,11 @@ Differences handled here
    trace's variable names (the labels first when the partition is the first random variable).
    :func:`guard_variable_order` wraps both so that each partition's label-invariant
    Deterministics come first and its labels last: plain ``az.summary(result)`` then starts with
-   them. (``pm.sample(trace=ZarrTrace(...))`` in PyMC 6 converts elsewhere and keeps its order.)
+   them; and so that each of those groups records which of its variables are partitions
+   (:func:`~pymc_partitions.pymc.results.record_partitions`: the attribute ``pmp_partitions``),
+   which lets every summary work on the result without the model, saved and reloaded.
+   (``pm.sample(trace=ZarrTrace(...))`` in PyMC 6 converts elsewhere: it keeps its order and
+   records nothing, and the summaries fall back on the model or the draws.)
 """
 
 from __future__ import annotations
@@ -297,8 +301,9 @@ def order_variables(ds: xr.Dataset, model) -> xr.Dataset:
 
 
 def guard_variable_order() -> bool:
-    """Put label-invariant quantities before the labels in the groups PyMC builds (difference 9).
-    Idempotent; returns whether the hook is in place."""
+    """Put label-invariant quantities before the labels in the groups PyMC builds, and record in
+    them which variables are partitions (difference 9). Idempotent; returns whether the hook is in
+    place."""
     import pymc.backends.arviz as backend  # noqa: PLC0415
 
     converter = getattr(backend, "DataTreeConverter", None) or getattr(backend, "InferenceDataConverter", None)
@@ -318,13 +323,19 @@ def guard_variable_order() -> bool:
 
 def _ordering_wrapper(original):
     def convert(self, *args, **kwargs):
+        from .results import record_partitions  # noqa: PLC0415
+
         out = original(self, *args, **kwargs)
         model = getattr(self, "model", None)
+
+        def place(ds):
+            return record_partitions(order_variables(ds, model), model)
+
         if isinstance(out, tuple):
-            return tuple(order_variables(ds, model) for ds in out)
+            return tuple(place(ds) for ds in out)
         if isinstance(out, dict):
-            return {k: order_variables(ds, model) for k, ds in out.items()}
-        return order_variables(out, model)
+            return {k: place(ds) for k, ds in out.items()}
+        return place(out)
 
     convert._pmp_guard = True
     convert.__wrapped__ = original

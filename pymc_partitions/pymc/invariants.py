@@ -20,7 +20,7 @@ import xarray as xr
 
 from .compat import add_groups, group_names, is_datatree, is_inferencedata, new_result, posterior_dataset
 from .distributions import INVARIANTS, invariant_names, is_partition
-from .results import _labels, _names, _partition_names, _posterior, _variable_draws
+from .results import PARTITIONS_ATTR, _labels, _names, _partition_names, _posterior, _variable_draws
 
 __all__ = ["label_invariant", "summary", "plot_trace", "for_convergence_checks", "LOG_JOINT"]
 
@@ -134,7 +134,7 @@ def label_invariant(result, *, var_names=None, partitions=None, model=None):
     candidates = {v: _variable_draws(posterior, v, owner) for v in names
                   if posterior[v].dtype.kind in "iu" and posterior[v].ndim == 3
                   and {"chain", "draw"} <= set(posterior[v].dims)}
-    parts, _ = _partition_names(candidates, names, partitions, model, owner)
+    parts, _ = _partition_names(candidates, names, partitions, model, owner, posterior=posterior)
     data: dict[str, xr.DataArray] = {}
     for p in parts:
         data.update(_invariants(posterior, p, owner))
@@ -153,7 +153,10 @@ def label_invariant(result, *, var_names=None, partitions=None, model=None):
     if not data:
         raise ValueError(f"{owner}: nothing is left: the posterior holds only the labels {parts} and the result has "
                          "no log_joint sampler statistic")
-    ds = xr.Dataset(data, attrs={**posterior.attrs, "label_invariant_of": list(parts) or "none"})
+    attrs = {**posterior.attrs, "label_invariant_of": list(parts) or "none"}
+    if PARTITIONS_ATTR in attrs:  # the labels are gone
+        attrs[PARTITIONS_ATTR] = "[]"
+    ds = xr.Dataset(data, attrs=attrs)
     return new_result({"posterior": ds})
 
 
