@@ -174,8 +174,12 @@ def test_plot_arguments_are_checked():
         pmp.plot_coclustering(matrix=np.eye(2), estimate=[0, 0, 1])
     with pytest.raises(TypeError, match="boundaries must be True or False"):
         pmp.plot_coclustering(DRAWS, boundaries="yes")
-    with pytest.raises(ValueError, match=r"\(n,\), \(n, 1\) or \(n, 2\)"):
-        pmp.plot_clustering(np.zeros((4, 3)), [0, 0, 1, 1])
+    with pytest.raises(ValueError, match=r"\(n,\) or \(n, D\) with D >= 1"):
+        pmp.plot_clustering(np.zeros((4, 3, 2)), [0, 0, 1, 1])
+    with pytest.raises(ValueError, match=r"\(n,\) or \(n, D\) with D >= 1"):
+        pmp.plot_clustering(np.zeros((4, 0)), [0, 0, 1, 1])
+    ax = pmp.plot_clustering(np.zeros((4, 3)), [0, 0, 1, 1])  # no variance: projected on zeros
+    assert ax.get_xlabel() == "PC 1 (0% of the variance of 3 columns)"
     with pytest.raises(ValueError, match="has 3 rows"):
         pmp.plot_clustering(np.zeros(3), [0, 0, 1, 1])
     with pytest.raises(ValueError, match="NaN"):

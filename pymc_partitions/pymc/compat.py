@@ -86,6 +86,12 @@ Differences handled here
    which lets every summary work on the result without the model, saved and reloaded.
    (``pm.sample(trace=ZarrTrace(...))`` in PyMC 6 converts elsewhere: it keeps its order and
    records nothing, and the summaries fall back on the model or the draws.)
+10. Summary display. ArviZ 1.x's ``az.summary`` (``round_to="auto"``) returns a
+   ``SummaryDataFrame`` that keeps raw numbers and displays strings from its ``_fmt_map``: each
+   interval bound rounded to two significant digits on its own (a log joint's bounds -2734.5 and
+   -2712.3 both show as -2700), a mean to the decimals of twice its MCSE (a constant's 0.5, MCSE 0,
+   shows as 0). :func:`readable_summary` gives the bounds the precision of the row's sd and
+   constants their value. ArviZ 0.x rounds every number to ``round_to=2`` decimals: nothing to do.
 """
 
 from __future__ import annotations
@@ -125,6 +131,8 @@ __all__ = [
     "guard_convergence_checks",
     "guard_variable_order",
     "order_variables",
+    "readable_summary",
+    "concat_summaries",
     "forward_sampling_guarded",
     "ChainSetupMixin",
     "setup_chain",
@@ -342,6 +350,69 @@ def _ordering_wrapper(original):
     convert.__name__ = original.__name__
     convert.__doc__ = original.__doc__
     return convert
+
+
+def concat_summaries(tables, order):
+    """One ``az.summary`` table from summaries of disjoint sets of variables (same keywords), rows
+    (or, for ArviZ 0.x's ``fmt="long"``, columns; for ``fmt="xarray"``, variables) in the order of
+    the variable names ``order``. ArviZ 1.x's display strings (``_fmt_map``, difference 10) are
+    merged, which ``pandas.concat`` alone would drop."""
+    import pandas as pd  # noqa: PLC0415
+
+    if len(tables) == 1:
+        return tables[0]
+    if all(isinstance(t, xr.Dataset) for t in tables):
+        return xr.merge(tables)[[v for v in order if any(v in t for t in tables)]]
+    rank = {name: i for i, name in enumerate(order)}
+    wide = any(c in tables[0].columns for c in ("mean", "median", "sd", "r_hat", "ess_bulk", "ess_tail",
+                                                 "mcse_mean"))
+    table = pd.concat(tables, axis=0 if wide else 1)
+    labels = list(table.index if wide else table.columns)
+    keys = sorted(range(len(labels)), key=lambda i: (rank.get(str(labels[i]).split("[", 1)[0], len(rank)), i))
+    table = table.iloc[keys] if wide else table.iloc[:, keys]
+    maps = [getattr(t, "_fmt_map", None) for t in tables]
+    if wide and all(isinstance(m, dict) for m in maps):
+        merged = {}
+        for m in maps:
+            for col, cells in m.items():
+                merged.setdefault(col, {}).update(cells)
+        table = type(tables[0])(table)
+        table._fmt_map = merged
+    return table
+
+
+def readable_summary(table, constant=()):
+    """``table`` (an ``az.summary``) with the displayed interval bounds at the precision of each
+    row's sd (two significant digits of it) and the rows ``constant`` showing their value
+    (difference 10). Only ArviZ 1.x's display strings change (its ``_fmt_map``, when present); the
+    numbers and any other table are left as they are."""
+    fmt = getattr(table, "_fmt_map", None)
+    if not isinstance(fmt, dict):
+        return table
+    columns = [str(c) for c in table.columns]
+    spread = next((c for c in ("sd", "mad") if c in columns), None)
+    bounds = [c for c in columns if c.endswith(("_lb", "_ub"))]
+    values = [c for c in ("mean", "median", *bounds) if c in columns]
+    spreads = [c for c in columns if c in ("sd", "mad") or c.startswith("mcse_")]
+    for row in table.index:
+        if row in constant:  # its value, and no spread (not the sum's rounding error, e.g. 3.6e-15)
+            for col in values:
+                value = float(table.loc[row, col])
+                fmt.setdefault(col, {})[row] = f"{value:.6g}" if np.isfinite(value) else str(value)
+            for col in spreads:
+                if np.isfinite(float(table.loc[row, col])):
+                    fmt.setdefault(col, {})[row] = "0"
+            continue
+        sd = float(table.loc[row, spread]) if spread else np.nan
+        if not (np.isfinite(sd) and sd > 0):
+            continue
+        decimals = max(0, 1 - int(np.floor(np.log10(sd))))
+        for col in bounds:
+            value = float(table.loc[row, col])
+            if np.isfinite(value):
+                text = f"{value:.{decimals}f}"
+                fmt.setdefault(col, {})[row] = text.rstrip("0").rstrip(".") if "." in text else text
+    return table
 
 
 #: Why forward draws of collapsed likelihoods are refused when :func:`guard_forward_sampling` could
