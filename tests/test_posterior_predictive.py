@@ -163,7 +163,7 @@ def _volatile_partition_kwargs(model):
 
 
 def _has_replicate(fn):
-    # by name: PyTensor 3's numba backend wraps ops it runs in object mode
+    # by name: PyTensor 3 wraps each random variable in a RandomVariableWithCoreShape op
     return any("posterior_replicate" in str(node.op) for node in fn.maker.fgraph.apply_nodes)
 
 
