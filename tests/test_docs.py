@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from limits import CHILD_PYTHON_TIMEOUT
+
 ROOT = Path(__file__).resolve().parents[1]
 DOC_FILES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 
@@ -97,7 +99,7 @@ def test_demo_script_runs():
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     proc = subprocess.run(
         [sys.executable, str(ROOT / "examples" / "demo.py")],
-        cwd=ROOT, capture_output=True, text=True, timeout=600, env=env,
+        cwd=ROOT, capture_output=True, text=True, timeout=CHILD_PYTHON_TIMEOUT, env=env,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = proc.stdout.lower()
@@ -109,7 +111,7 @@ def test_demo_script_runs():
 def test_karate_irm_example_runs(tmp_path):
     proc = subprocess.run(
         [sys.executable, str(ROOT / "examples" / "karate_irm.py"), "--quick"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=600,
+        cwd=tmp_path, capture_output=True, text=True, timeout=CHILD_PYTHON_TIMEOUT,
         env=dict(os.environ, PYTHONPATH=str(ROOT)),
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -121,7 +123,7 @@ def test_karate_irm_example_runs(tmp_path):
 def test_unbiased_example_runs(tmp_path):
     proc = subprocess.run(
         [sys.executable, str(ROOT / "examples" / "unbiased_gene.py"), "--quick"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=600,
+        cwd=tmp_path, capture_output=True, text=True, timeout=CHILD_PYTHON_TIMEOUT,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert re.search(r"largest cluster \| data\] = 0\.\d{3} \(SE 0\.\d{3}; 95% CI", proc.stdout), proc.stdout

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import pymc_partitions as pmp
+from limits import CHILD_PYTHON_TIMEOUT
 
 ROOT = Path(__file__).resolve().parents[1]
 DRAWS = np.array([[0, 0, 1, 1], [0, 1, 1, 2], [4, 4, 4, 9]])
@@ -246,5 +247,5 @@ def test_kernels_stay_in_bounds_under_numba_boundscheck(tmp_path):
     env = dict(os.environ, NUMBA_BOUNDSCHECK="1", NUMBA_CACHE_DIR=str(tmp_path / "numba"), MPLBACKEND="Agg",
                PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     proc = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True,
-                          timeout=600)
+                          timeout=CHILD_PYTHON_TIMEOUT)
     assert proc.returncode == 0 and "in bounds" in proc.stdout, proc.stderr[-3000:]
