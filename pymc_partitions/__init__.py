@@ -36,6 +36,7 @@ from .pymc.loo import loo, pointwise_log_likelihood
 from . import h
 from .coupling.unbiased import suggest_k_m
 from .pymc.steps import PGSM, SAMS, CollapsedGibbs, EscobarWest, PriorSlice, SplitMerge, register as _register
+from .pymc.numba_draws import register as _register_numba_draws
 from .pymc.arm_step import ARM
 from .diagnostics.convergence import W2ConvergenceWarning
 from .pymc.diagnostics import plot_w2_convergence, w2_bias, w2_convergence
@@ -103,3 +104,4 @@ __all__ = [
 ]
 
 _register()
+_register_numba_draws()

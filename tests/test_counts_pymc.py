@@ -13,6 +13,7 @@ from scipy import integrate, stats
 
 import pymc_partitions as pmp
 from enumeration import check_against, exact_posterior, frequencies, total_variation, tv_tolerance
+from limits import CHILD_PYTHON_TIMEOUT
 from models import categories, counts
 from pymc_partitions.partition import enumerate_partitions
 from pymc_partitions.pymc.compat import posterior_dataset
@@ -326,7 +327,7 @@ def test_sunspot_example():
     except ImportError:
         return
     proc = subprocess.run([sys.executable, str(root / "examples" / "sunspots.py"), "--draws", "200"], cwd=root,
-                          capture_output=True, text=True, timeout=600, env=_env_with(root))
+                          capture_output=True, text=True, timeout=CHILD_PYTHON_TIMEOUT, env=_env_with(root))
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "posterior of the number of clusters K" in proc.stdout and "fitted density" in proc.stdout
 

@@ -81,6 +81,33 @@ def test_set_data_with_bad_values_is_refused_by_the_step(new, match):
         pmp.sample_unbiased(model, n_pairs=2, k=1, m=2, cores=1, progressbar=False)
 
 
+def test_set_data_with_another_n_is_refused_by_the_next_sample_and_leaves_the_model_usable():
+    """As docs/models.md says: PyMC's set_data asks the likelihood nothing, so another number of rows
+    passes there and the next pm.sample refuses it; n rows make the model work again, and the
+    predictive of an earlier result still replicates its own data."""
+    model = _normal_model(APART)
+    fitted = _sample(model)
+    pm.set_data({"d": np.zeros(N + 2)}, model=model)  # accepted
+    with pytest.raises(ValueError, match="'y': observed has 12 rows but the partition has n=10 items"):
+        _sample(model)
+    with model:
+        replicate = posterior_dataset(pm.sample_posterior_predictive(fitted, random_seed=0, progressbar=False),
+                                      "posterior_predictive")["y"]
+    assert replicate.sizes[replicate.dims[2]] == N  # the fitted data's n rows
+    pm.set_data({"d": APART}, model=model)
+    assert (_n_clusters(_sample(model)) >= 2).all()
+
+
+@pytest.mark.parametrize("shape, fixed", [((N,), (N,)), ((N, 2), (N, None))])
+def test_a_container_of_fixed_shape_refuses_another_n_at_set_data(shape, fixed):
+    """The recipe of docs/models.md: pm.Data(..., shape=(n,) or (n, None)) makes set_data refuse."""
+    model = _normal_model(np.zeros(shape), shape=fixed)
+    with pytest.raises(TypeError, match="not compatible"):
+        pm.set_data({"d": np.zeros((N + 2, *shape[1:]))}, model=model)
+    pm.set_data({"d": APART.repeat(np.prod(shape[1:], dtype=int)).reshape(shape)}, model=model)
+    assert (_n_clusters(_sample(model)) >= 2).all()
+
+
 def test_set_data_cannot_change_the_number_of_columns():
     model = _normal_model(np.zeros((N, 2)))
     pm.set_data({"d": np.zeros((N, 3))}, model=model)

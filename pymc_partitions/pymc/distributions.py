@@ -354,22 +354,28 @@ class CollapsedLikelihoodRV(RandomVariable):
         """The partition variable a likelihood ``rv`` depends on."""
         return rv.owner.inputs[2]
 
-    def posterior_replicate(self, rv):
+    def posterior_replicate(self, rv, data=None, hyper=None):
         """The variable that replaces the likelihood ``rv`` when its partition is given (posterior
         predictive sampling): replicated data whose cluster parameters are drawn from their
-        conditional posterior given the labels *and the observed data* (``rv.tag.observations``,
-        which PyMC sets on every observed variable). See :func:`.compat.guard_forward_sampling`."""
-        data = getattr(rv.tag, "observations", None)
-        if data is None:
+        conditional posterior given the labels *and the observed data* -- ``data`` (a variable), by
+        default ``rv.tag.observations``, which PyMC sets on every observed variable -- with the
+        hyperparameters ``hyper`` (variables; by default the likelihood's own). See
+        :func:`.compat.guard_forward_sampling`, which passes the values at sampling time."""
+        observations = getattr(rv.tag, "observations", None)
+        if observations is None:
             raise ValueError(f"{rv.name!r}: the collapsed likelihood has no observed data, so replicated data "
                              "cannot be drawn given its partition")
-        cached = _REPLICATES.get(rv)
+        rng, size, labels, *params = rv.owner.inputs
+        data = observations if data is None else data
+        hyper = params if hyper is None else list(hyper)
+        default = data is observations and len(hyper) == len(params) and all(a is b for a, b in zip(hyper, params))
+        cached = _REPLICATES.get(rv) if default else None
         if cached is not None and cached[0] is data and cached[1] == tuple(rv.owner.inputs):
             return cached[2]
-        rng, size, labels, *hyper = rv.owner.inputs
         out = _REPLICATE_OPS[type(self)].make_node(rng, size, labels, data, *hyper).outputs[1]
         out.name = rv.name
-        _REPLICATES[rv] = (data, tuple(rv.owner.inputs), out)
+        if default:
+            _REPLICATES[rv] = (data, tuple(rv.owner.inputs), out)
         return out
 
 
@@ -494,7 +500,7 @@ class BetaBernoulliNetworkRV(CollapsedLikelihoodRV):
                                   "parameters are defined for item-wise likelihoods only; for the block-pair "
                                   "probabilities use pymc_partitions.families.network.block_probabilities")
 
-    def posterior_replicate(self, rv):
+    def posterior_replicate(self, rv, data=None, hyper=None):
         raise NotImplementedError(_NETWORK_NO_FORWARD)
 
 

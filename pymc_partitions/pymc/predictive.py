@@ -522,8 +522,9 @@ def sample_posterior_predictive(result, model=None, *, var_name=None, var_names=
     posterior was fitted to (the result's ``observed_data``), then data for every item.
 
     ``pm.sample_posterior_predictive`` gives the same law once ``pymc_partitions`` is imported
-    (it uses the model's current data, and refuses if ``pm.set_data`` changed them since sampling);
-    this function reads everything from the result, so it also works after ``pm.set_data``. ``var_names``: the likelihoods
+    (given the whole result, it too reads the data at sampling time from it; given a bare
+    posterior it refuses likelihoods observed through ``pm.Data``, whose values at sampling time
+    are then unknown); both work after ``pm.set_data``. ``var_names``: the likelihoods
     to replicate (default all of the partition's); ``draws``: this many draws per chain, evenly
     spaced; ``random_seed``: an integer or a numpy Generator. Returns a result of the type
     ``pm.sample`` gives (InferenceData or DataTree) with a ``posterior_predictive`` group (and the
