@@ -35,7 +35,9 @@ Data sets (``--only``):
 Configurations (``--configs``; ``name:key=value,...`` passes arguments to the move):
 ``gibbs`` (``pmp.CollapsedGibbs`` alone), ``pgsm``, ``sams``, ``sm`` (Gibbs + ``pmp.PGSM`` / ``pmp.SAMS``
 / ``pmp.SplitMerge``, one move per draw unless ``moves=``), ``default`` (no ``step=``: what
-``pm.sample`` assigns). ``pgsm`` and ``sams`` do not apply to networks (shown as n/a).
+``pm.sample`` assigns, ``pmp.GibbsSplitMerge``), ``gsm`` (``pmp.GibbsSplitMerge`` with the
+arguments given, e.g. ``gsm:sweeps=5,moves=2``). ``pgsm`` and ``sams`` do not apply to networks
+(shown as n/a).
 
 Run: ``python benchmarks/bench_mixing.py`` (every data set and configuration: about an hour on 2
 cores); ``--only faithful,gene --configs gibbs,default`` for a subset; ``--quick`` for 300 + 300
@@ -62,7 +64,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_arm import planted_edges  # noqa: E402
 
 DATASETS = ["galaxies", "faithful", "gene", "planted", "karate", "mix2d", "mix10d"]
-CONFIGS = ["gibbs", "pgsm", "sams", "sm", "default"]
+CONFIGS = ["gibbs", "pgsm", "sams", "sm", "default", "gsm"]
 NETWORKS = {"planted", "karate"}
 MOVES = {"pgsm": "PGSM", "sams": "SAMS", "sm": "SplitMerge"}
 QUANTITIES = [("z_n_clusters", "K"), ("z_largest_share", "largest share"), ("log_joint", "log joint")]
@@ -195,6 +197,8 @@ def steps(model, name, kwargs):
     with model:
         if name == "gibbs":
             return [pmp.CollapsedGibbs([z], **kwargs)]
+        if name == "gsm":
+            return [pmp.GibbsSplitMerge([z], **kwargs)]
         return [pmp.CollapsedGibbs([z]), getattr(pmp, MOVES[name])([z], **kwargs)]
 
 
