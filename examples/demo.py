@@ -3,7 +3,7 @@
 Model (velocities in 1000 km/s):
 
     alpha         ~ Gamma(1, 1)                      updated by pmp.EscobarWest (automatic; O(1) per draw)
-    z | alpha     ~ CRP(alpha)                       updated by pmp.CollapsedGibbs (automatic)
+    z | alpha     ~ CRP(alpha)                       updated by pmp.GibbsSplitMerge (automatic)
     mu_b          ~ Normal(20, 10)                   one mean per cluster, integrated out
     y_i | z, mu   ~ Normal(mu_{z_i}, 1)
 
@@ -36,7 +36,7 @@ def main(draws=500, tune=200, chains=2, seed=1):
             cores=1,  # 2 chains of 82 items: quicker in one process than in two
             random_seed=seed,
             progressbar=False,
-        )  # steps: z CollapsedGibbs, alpha EscobarWest (automatic)
+        )  # steps: z GibbsSplitMerge, alpha EscobarWest (automatic)
         elapsed = time.perf_counter() - start
 
     sampling = float(pmp.posterior_dataset(idata, "posterior").attrs["sampling_time"])  # PyMC's "took"

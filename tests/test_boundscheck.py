@@ -25,6 +25,7 @@ FILES = [
     "test_gibbs_enumeration.py",
     "test_pgsm_enumeration.py",
     "test_sams_enumeration.py",
+    "test_gibbs_sams_enumeration.py",
     "test_coupled_gibbs.py",
     "test_transport.py",
     "test_counter_uniforms.py",

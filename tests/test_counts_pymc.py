@@ -1,4 +1,4 @@
-"""pmp.GammaPoisson and pmp.DirichletCategorical in PyMC: pm.sample (CollapsedGibbs assigned
+"""pmp.GammaPoisson and pmp.DirichletCategorical in PyMC: pm.sample (GibbsSplitMerge assigned
 automatically; with PGSM, SAMS, SplitMerge, ARM) reproduces the exact posterior by enumeration for
 every prior, and rejects the posterior of a perturbed prior and of a perturbed likelihood (power);
 random hyperparameters (NUTS) give the exact marginal; the PyMC logp equals the kernels' log joint;
@@ -59,7 +59,7 @@ def test_pm_sample_matches_enumeration(prior, family):
     n = 6
     with pm.Model() as model:
         add_likelihood(family, pmp.Partition("z", prior, n=n), n)
-        idata = pm.sample(draws=8000, random_seed=11, **SAMPLE)  # CollapsedGibbs assigned automatically
+        idata = pm.sample(draws=8000, random_seed=11, **SAMPLE)  # GibbsSplitMerge assigned automatically
     _check(model, idata, prior, family, n)
 
 

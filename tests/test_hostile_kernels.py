@@ -29,6 +29,7 @@ from pymc_partitions.samplers.concentration import escobar_west, escobar_west_lo
 from pymc_partitions.samplers.gibbs import GibbsKernel, gibbs_sweeps, log_joint
 from pymc_partitions.samplers.pgsm import (InformedAnchors, PGSMKernel, _exp_weights, conditional_path, pgsm_move,
                                            pgsm_random_numbers)
+from pymc_partitions.samplers.gibbs_sams import GibbsSAMSKernel
 from pymc_partitions.samplers.sams import SAMSKernel, sams_move
 
 PRIOR = CRP(1.0)
@@ -223,6 +224,9 @@ def test_nan_log_weights_inside_every_kernel_raise():
     with pytest.raises(ValueError, match=match):
         for _ in range(20):  # a merge proposal may not draw: loop until a split draws
             SAMSKernel(pack, PRIOR.code, PRIOR.kernel_params()).step(np.zeros(N, np.int64), rng)
+    for moves in (0, 3):  # the sweep, and a split move before it
+        with pytest.raises(ValueError, match=match):
+            GibbsSAMSKernel(pack, PRIOR.code, PRIOR.kernel_params(), moves=moves).step(np.zeros(N, np.int64), rng)
     kernel = GibbsSweeps(pack, PRIOR.code, PRIOR.kernel_params(), "ot")
     x, y = kernel.start(labels), kernel.start(np.zeros(N, np.int64))
     with pytest.raises(ValueError, match=match):

@@ -58,7 +58,7 @@ def test_pm_sample_matches_enumeration(prior, family):
     with pm.Model() as model:
         z = pmp.Partition("z", prior, n=n)
         add_likelihood(family, z, n)
-        idata = pm.sample(draws=8000, random_seed=11, **SAMPLE)  # CollapsedGibbs assigned automatically
+        idata = pm.sample(draws=8000, random_seed=11, **SAMPLE)  # GibbsSplitMerge assigned automatically
     like = likelihood_only(model)
     parts, exact = exact_posterior(n, lambda p: like(p) + prior.log_eppf(p))
     _, wrong = exact_posterior(n, lambda p: like(p) + type(prior)(**_scaled(prior)).log_eppf(p))
@@ -185,7 +185,7 @@ def test_automatic_assignment_and_nuts_composition():
     model, alpha, _, _ = _random_parameter_case("crp-auto")
     _, selected = assign_step_methods(model)
     assert {cls.__name__: [v.name for v in vs] for cls, vs in selected.items()} == {
-        "CollapsedGibbs": ["z"], "EscobarWest": ["alpha_log__"]}
+        "GibbsSplitMerge": ["z"], "EscobarWest": ["alpha_log__"]}
 
 
 def test_cores_and_seed_reproducibility_and_dtype():

@@ -84,7 +84,10 @@ class PartitionRV(RandomVariable):
 
 partition_rv = PartitionRV()
 
-_INITVAL_STRINGS = ("one_block", "singletons", "prior")
+_INITVAL_STRINGS = ("dispersed", "prior", "one_block", "singletons")
+
+#: Labels of a ``"dispersed"`` start are drawn uniformly from this many (at most n, at most k).
+DISPERSED_BLOCKS = 32
 
 
 class Partition(pm.Discrete):
@@ -101,10 +104,19 @@ class Partition(pm.Discrete):
         Parameters may be numbers or PyMC random variables.
     n : int
         Number of items.
-    initval : {"one_block", "singletons", "prior"} or array, default "one_block"
-        Starting partition for sampling. It must lie in the prior's support: with
+    initval : {"dispersed", "prior", "one_block", "singletons"} or array, default "dispersed"
+        Starting partition for sampling. ``"dispersed"``: each chain of ``pm.sample`` starts from
+        its own random partition, every item's label drawn uniformly from
+        ``min(n, 32)`` labels (at most ``k`` for a finite Dirichlet prior), reproducible from
+        ``random_seed``. Chains that start apart let R-hat see a chain stuck where the others
+        are not, and from many small mixed blocks collapsed Gibbs finds structure it cannot
+        reach by splitting one block (:doc:`steps`). ``"prior"``: each chain from its own
+        draw from the prior (at the starting values of the prior's parameters);
+        ``"one_block"``: every item in one block (the same start for every chain);
+        ``"singletons"``: every item alone. It must lie in the prior's support: with
         ``FiniteDirichlet(alpha, k)`` at most ``k`` blocks (``"singletons"`` needs ``n <= k``).
-        Labels given here or through ``pm.sample(initvals=...)`` must be integers in [0, n).
+        Labels given here or through ``pm.sample(initvals=...)`` (which win over this) must be
+        integers in [0, n).
     dims : str or tuple of one str, optional
         Name of the item dimension (registered with coordinates 0 .. n-1 if the model does not
         have it; if it does, it must have length n). Default ``"item"`` (with coordinates 0 .. n-1, or the
@@ -129,7 +141,7 @@ class Partition(pm.Discrete):
 
     rv_op = partition_rv
 
-    def __new__(cls, name, prior, n, *args, initval="one_block", invariants=True, **kwargs):
+    def __new__(cls, name, prior, n, *args, initval="dispersed", invariants=True, **kwargs):
         n = _check_n(n)
         invariants = _checks.boolean("invariants", invariants, owner=f"Partition {name!r}")
         if kwargs.get("size") is not None:
@@ -141,7 +153,7 @@ class Partition(pm.Discrete):
                 and n > prior.k:
             raise ValueError(f"Partition {name!r}: initval='singletons' has n={n} blocks but the FiniteDirichlet prior "
                              f"allows at most k={prior.k}")
-        initval = _partition_initval(name, initval, n)
+        initval = _partition_initval(name, initval, n, prior.k if isinstance(prior, PartitionPrior) else 0)
         if isinstance(initval, np.ndarray) and isinstance(prior, PartitionPrior):
             _check_support(name, initval, prior.k)
         model = pm.Model.get_context(error_if_none=False)
@@ -263,8 +275,13 @@ def _check_n(n):
     return int(n)
 
 
-def _partition_initval(name, initval, n):
-    if initval is None or (isinstance(initval, str) and initval in ("one_block", "support_point", "moment")):
+def _partition_initval(name, initval, n, k):
+    """What PyMC gets as the starting value: labels, ``"prior"`` (PyMC's strategy: a draw of the
+    variable), or for ``"dispersed"`` a random graph of labels; PyMC reseeds the random generators
+    of a starting value per chain from ``random_seed`` (``pymc.initial_point``)."""
+    if initval is None or (isinstance(initval, str) and initval == "dispersed"):
+        return dispersed_labels(n, k)
+    if isinstance(initval, str) and initval in ("one_block", "support_point", "moment"):
         return np.zeros(n, np.int64)
     if isinstance(initval, str):
         if initval == "singletons":
@@ -273,6 +290,14 @@ def _partition_initval(name, initval, n):
             return "prior"
         raise ValueError(f"Partition {name!r}: initval must be one of {_INITVAL_STRINGS} or labels, got {initval!r}")
     return check_labels(name, initval, n)
+
+
+def dispersed_labels(n, k=0):
+    """A random label vector as a PyTensor graph: each of the ``n`` labels uniform on
+    ``min(n, DISPERSED_BLOCKS, k)`` values (``k = 0``: no bound); what ``initval="dispersed"``
+    starts each chain from."""
+    blocks = min(n, DISPERSED_BLOCKS, k) if k > 0 else min(n, DISPERSED_BLOCKS)
+    return pt.random.integers(0, blocks, size=(n,))
 
 
 def check_labels(name, labels, n):

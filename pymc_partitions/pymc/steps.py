@@ -15,17 +15,22 @@ import pymc as pm
 from .. import _checks
 from ..priors import PITMAN_YOR, log_eppf_sizes, valid_parameters
 from ..samplers.concentration import escobar_west_log
+from ..families.kernels import has_network
 from ..samplers.gibbs import gibbs_sweeps
+from ..samplers.gibbs_sams import GibbsSAMSKernel
+from ..samplers.gibbs_sams import _run as gibbs_sams_run
 from ..samplers.jain_neal import JainNealKernel
 from ..samplers.pgsm import PGSMKernel
 from ..samplers.sams import SAMSKernel
+from ..samplers.tuning import sweeps_for
 from .compat import (STEP_METHODS, BlockedStep, ChainSetupMixin, Competence, ancestors, guard_convergence_checks,
                      guard_find_map, guard_forward_sampling, guard_initvals, guard_smc, guard_step_assignment,
                      guard_variable_order)
 from .distributions import constant_value, is_partition, prior_parameter_model
 from .terms import PartitionTerms, _resolve_rv
 
-__all__ = ["CollapsedGibbs", "PGSM", "SAMS", "SplitMerge", "EscobarWest", "PriorSlice", "register"]
+__all__ = ["CollapsedGibbs", "GibbsSplitMerge", "PGSM", "SAMS", "SplitMerge", "EscobarWest", "PriorSlice",
+           "register"]
 
 
 class _PartitionStep(ChainSetupMixin, BlockedStep):
@@ -131,7 +136,8 @@ class CollapsedGibbs(_PartitionStep):
 
     @staticmethod
     def competence(var, has_grad):
-        return Competence.IDEAL if is_partition(var) else Competence.INCOMPATIBLE
+        """COMPATIBLE for partitions: :class:`GibbsSplitMerge` (IDEAL) is what ``pm.sample`` assigns."""
+        return Competence.COMPATIBLE if is_partition(var) else Competence.INCOMPATIBLE
 
 
 def _split_merge_moves(kernel, labels, moves, rng, prefix):
@@ -355,6 +361,168 @@ class SplitMerge(_PartitionStep):
         kernel = JainNealKernel(pack, self.terms.prior_code, prior_params, self.intermediate_scans)
         labels, stats = _split_merge_moves(kernel, labels, self.moves, self.rng, "sm")
         return self._with_labels(point, labels), [stats]
+
+
+#: Cap on the item visits of one draw of :class:`GibbsSplitMerge` (sweeps x n) when it chooses its
+#: sweeps per draw: at n = 10^4 two sweeps, at n = 200 a hundred.
+MAX_VISITS_PER_DRAW = 20_000
+#: Cap on its sweeps per draw, whatever n.
+MAX_SWEEPS_PER_DRAW = 100
+
+
+def default_moves(n: int) -> int:
+    """Split-merge moves before each sweep of :class:`GibbsSplitMerge` by default: one, and one per
+    2000 items from n = 4000 on, at most 8 (many clusters take many splits, and a move costs a
+    fraction of a sweep there)."""
+    return int(min(8, max(1, n // 2000)))
+
+
+class GibbsSplitMerge(_PartitionStep):
+    """Collapsed Gibbs sweeps composed with split-merge moves: what ``pm.sample`` assigns to a
+    ``pmp.Partition`` by default.
+
+    A draw is ``sweeps`` repetitions of (``moves`` split-merge moves, then one collapsed Gibbs
+    sweep). The moves are SAMS (Dahl 2003, the law of :class:`SAMS`), run on the sweep's own
+    block statistics in one compiled loop (``samplers/gibbs_sams.py``); on a network likelihood
+    (``pmp.BetaBernoulliNetwork``), whose block-pair terms SAMS does not have, they are Jain-Neal
+    moves (:class:`SplitMerge`, ``intermediate_scans`` restricted scans). Gibbs sweeps move items
+    one at a time; the moves split and merge whole clusters, which sweeps may take forever to do
+    (``benchmarks/README.md``, mixing suite). Every part is an exact kernel, so is the draw.
+
+    ``sweeps="auto"`` (the default) does one repetition per draw during tuning, and at the end
+    of tuning sets the number of repetitions per draw to the integrated autocorrelation time of
+    the label-invariant quantities (number of clusters, largest share, log joint) over the second
+    half of tuning, in repetitions, so that kept draws are about one autocorrelation time apart:
+    where a sweep barely moves them (small data, strongly correlated draws) a draw does more work,
+    and PyMC's fixed cost per draw is spread over more of it; where a sweep already decorrelates
+    them, one. At most ``MAX_SWEEPS_PER_DRAW`` (100) and ``MAX_VISITS_PER_DRAW / n`` (2 at
+    n = 10^4) repetitions. The number is frozen from the first kept draw on (the kept draws come
+    from one fixed kernel), chosen from the chain's own draws (reproducible from
+    ``random_seed``), and per chain. With ``tune=0`` it stays 1.
+
+    Parameters
+    ----------
+    vars : list
+        The Partition variable.
+    moves : int, optional
+        Split-merge moves before each sweep (0: Gibbs sweeps alone). Default: 1 below n = 4000,
+        then n / 2000, at most 8.
+    sweeps : int or "auto", default "auto"
+        Repetitions (moves, then a sweep) per draw; an integer fixes it.
+    intermediate_scans : int, default 2
+        Network likelihoods only: restricted scans of each Jain-Neal move.
+
+    Sampler statistics: ``n_clusters`` and ``log_joint`` (as :class:`CollapsedGibbs`, after the
+    draw's last sweep), ``sweeps`` (repetitions this draw), and summed over the draw's moves
+    ``sams_splits``, ``sams_merges`` (accepted), ``sams_proposed_splits`` -- ``sm_splits``,
+    ``sm_merges``, ``sm_proposed_splits`` on a network.
+
+    Examples
+    --------
+    >>> import numpy as np, pymc as pm, pymc_partitions as pmp
+    >>> y = np.r_[np.zeros(20), np.ones(20) * 8.0] + np.random.default_rng(0).normal(size=40)
+    >>> with pm.Model():
+    ...     z = pmp.Partition("z", pmp.CRP(1.0), n=40)
+    ...     obs = pmp.NormalNormal("y", partition=z, mu0=4.0, sigma0=5.0, sigma=1.0, observed=y)
+    ...     idata = pm.sample(draws=100, tune=100, chains=2, random_seed=1, progressbar=False,
+    ...                       compute_convergence_checks=False)  # GibbsSplitMerge, automatically
+    >>> stats = pmp.posterior_dataset(idata, "sample_stats")
+    >>> int(stats["sweeps"].min()) >= 1
+    True
+    """
+
+    name = "gibbs_split_merge"
+
+    def __init__(self, vars=None, model=None, moves=None, sweeps="auto", intermediate_scans=2, rng=None, blocked=None,
+                 **kwargs):
+        super().__init__(vars, model, rng)
+        n = self.terms.n
+        self.moves = default_moves(n) if moves is None else _checks.integer("moves", moves, low=0,
+                                                                              owner="GibbsSplitMerge")
+        if isinstance(sweeps, str):
+            if sweeps != "auto":
+                raise ValueError(f"GibbsSplitMerge: sweeps must be a positive integer or 'auto', got {sweeps!r}")
+            self.fixed_sweeps = None
+        else:
+            self.fixed_sweeps = _checks.integer("sweeps", sweeps, low=1, owner="GibbsSplitMerge")
+        self.intermediate_scans = _checks.integer("intermediate_scans", intermediate_scans, low=0,
+                                                  owner="GibbsSplitMerge")
+        if self.moves and n < 2:
+            raise ValueError(f"GibbsSplitMerge: the partition {self.terms.name!r} has one item; a split-merge "
+                             "move needs two (pass moves=0)")
+        self.max_sweeps = int(min(MAX_SWEEPS_PER_DRAW, max(1, MAX_VISITS_PER_DRAW // n)))
+        model = pm.modelcontext(model)
+        point = kwargs.get("initial_point")
+        point = point if point is not None else model.initial_point(0)
+        _, pack = self.terms.kernel_inputs(point)
+        self.network = has_network(pack)
+        prefix = "sm" if self.network else "sams"
+        self._prefix = prefix
+        self.stats_dtypes_shapes = {
+            "n_clusters": (np.int64, []), "log_joint": (np.float64, []), "sweeps": (np.int64, []),
+            f"{prefix}_splits": (np.int64, []), f"{prefix}_merges": (np.int64, []),
+            f"{prefix}_proposed_splits": (np.int64, []),
+        }  # per instance (the prefix depends on the likelihood); PyMC 5 reads stats_dtypes
+        self.stats_dtypes = [{name: dtype for name, (dtype, _) in self.stats_dtypes_shapes.items()}]
+        self.reset_chain(None, None)
+        self._compile_now(point)
+
+    def reset_chain(self, tune, draws):
+        """A new chain: one repetition per draw, and a fresh record of the tuning draws."""
+        self.sweeps = self.fixed_sweeps or 1
+        self.tuning = self.fixed_sweeps is None
+        self._trace = []
+
+    def stop_tuning(self):
+        """End of tuning: choose the repetitions per draw (``sweeps="auto"``) and freeze them."""
+        if self.tuning and len(self._trace) >= 8:
+            traces = np.asarray(self._trace, dtype=np.float64).T
+            self.sweeps = sweeps_for(traces, self.sweeps, self.max_sweeps)
+        self.tuning = False
+        self._trace = []
+
+    def _compile_now(self, point):
+        """Compile (or load) the kernels in the process that builds the step (see CollapsedGibbs)."""
+        try:
+            labels, prior_params, pack = self._inputs(point)
+            self._draw(labels, prior_params, pack, np.random.default_rng(0), 1)
+        except Exception:  # noqa: BLE001 - only a warm-up
+            pass
+
+    def _draw(self, labels, prior_params, pack, rng, reps):
+        """``reps`` repetitions; (labels, log joint, [proposed splits, splits, merges])."""
+        labels = np.ascontiguousarray(labels, dtype=np.int64)
+        n = labels.shape[0]
+        if not self.network:
+            kernel = GibbsSAMSKernel(pack, self.terms.prior_code, prior_params, reps=reps, moves=self.moves)
+            orders, uniforms, pairs, seeds = kernel.random_numbers(rng, n)
+            return gibbs_sams_run(labels, pack, kernel.prior_code, kernel.prior_params, orders, uniforms, pairs, seeds)
+        counts = np.zeros(3, np.int64)
+        mover = JainNealKernel(pack, self.terms.prior_code, prior_params, self.intermediate_scans) if self.moves else None
+        for _ in range(reps):
+            for _ in range(self.moves):
+                labels, info = mover.step(labels, rng)
+                split = info["move"] == "split"
+                counts += (split, split and info["accepted"], (not split) and info["accepted"])
+            labels, lj = gibbs_sweeps(labels, pack, self.terms.prior_code, prior_params, rng.permutation(n)[None],
+                                      rng.random((1, n)))
+        return labels, lj, counts
+
+    def step(self, point):
+        labels, prior_params, pack = self._inputs(point)
+        new, lj, counts = self._draw(labels, prior_params, pack, self.rng, self.sweeps)
+        sizes = np.bincount(new)
+        if self.tuning:
+            self._trace.append((sizes.shape[0], sizes.max(), lj))
+        prefix = self._prefix
+        stats = {"n_clusters": int(sizes.shape[0]), "log_joint": float(lj), "sweeps": self.sweeps,
+                 f"{prefix}_proposed_splits": int(counts[0]), f"{prefix}_splits": int(counts[1]),
+                 f"{prefix}_merges": int(counts[2])}
+        return self._with_labels(point, new), [stats]
+
+    @staticmethod
+    def competence(var, has_grad):
+        return Competence.IDEAL if is_partition(var) else Competence.INCOMPATIBLE
 
 
 # ----------------------------------------------------------------------------- prior parameters
@@ -741,7 +909,7 @@ def register():
     those quantities before the labels in the result (:func:`~.compat.guard_variable_order`), and
     refuse PyMC samplers that cannot sample a partition (:func:`~.compat.guard_step_assignment`,
     :func:`~.compat.guard_smc`, :func:`~.compat.guard_find_map`)."""
-    for cls in (CollapsedGibbs, EscobarWest, PriorSlice):
+    for cls in (GibbsSplitMerge, CollapsedGibbs, EscobarWest, PriorSlice):
         if cls not in STEP_METHODS:
             STEP_METHODS.append(cls)
     guard_initvals()
