@@ -7,23 +7,21 @@ import pymc as pm
 import pytest
 
 import pymc_partitions as pmp
-from pymc_partitions.pymc.compat import BlockedStep, ChainSetupMixin, posterior_dataset
+from pymc_partitions.pymc.compat import posterior_dataset
 from pymc_partitions.pymc.distributions import DISPERSED_BLOCKS
+from pymc_partitions.pymc.steps import _PartitionStep
 
 Y = np.r_[np.zeros(20), np.ones(20) * 6.0]
 
 
-class Keep(ChainSetupMixin, BlockedStep):
-    """A step that leaves the point as it is: the first draw of a chain is then its start."""
+class Keep(_PartitionStep):
+    """A partition step that leaves the point as it is: the first draw of a chain is then its start."""
 
     name = "keep"
-    default_blocked = False
     stats_dtypes_shapes = {}
 
     def __init__(self, vars, model=None, rng=None, **kwargs):
-        model = pm.modelcontext(model)
-        self.vars = [model.rvs_to_values[v] for v in vars]
-        self.rng = np.random.default_rng(rng)
+        _PartitionStep.__init__(self, vars, model, rng)
 
     def step(self, point):
         return point, []

@@ -805,9 +805,9 @@ class PriorSlice(ChainSetupMixin, BlockedStep):
 # ----------------------------------------------------------------------------- PyMC entry points
 
 #: What to use instead of a PyMC sampler that cannot sample a partition.
-_USE_INSTEAD = ("Use pm.sample: it gives each pmp.Partition a pmp.CollapsedGibbs step automatically (add pmp.PGSM, "
-                "pmp.SAMS, pmp.SplitMerge or pmp.ARM in step= for split-merge moves) and PyMC's samplers to the "
-                "other variables")
+_USE_INSTEAD = ("Use pm.sample: it gives each pmp.Partition a pmp.GibbsSplitMerge step automatically (Gibbs sweeps "
+                "with split-merge moves; pmp.CollapsedGibbs, pmp.PGSM, pmp.SAMS, pmp.SplitMerge or pmp.ARM in step= "
+                "instead) and PyMC's samplers to the other variables")
 
 
 def _partitions(model):
@@ -891,7 +891,7 @@ def check_partition_steps(model, step) -> None:
                     "numbers, and would sample each partition in proportion to its number of labellings. "
                     f"{_USE_INSTEAD}; give {kind} the other variables only")
             if (kind, name) in seen:
-                more = "sweeps" if isinstance(method, CollapsedGibbs) else "moves"
+                more = "sweeps" if isinstance(method, (CollapsedGibbs, GibbsSplitMerge)) else "moves"
                 raise ValueError(
                     f"the partition {name!r} is given to two {kind} steps: give one {kind} step {more}=2 instead "
                     "(two steps' statistics would be stacked along an extra dimension, as if there were two "
