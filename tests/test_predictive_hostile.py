@@ -80,6 +80,23 @@ def test_settings_are_checked(one, kwargs, err, match):
         pmp.predictive_density(result, X2, model, **kwargs)
 
 
+
+def test_weights_whose_sum_overflows_are_normalised(one):
+    """Unnormalised weights whose sum is inf give what the same relative weights give (they used
+    to be divided by inf: all zero); so do weights of a subset of the draws (draws=)."""
+    model, result = one
+    for weights in ([[1.0, 2.0, 1.0]], [[1.0, 0.0, 3.0]]):
+        big = np.asarray(weights) / np.max(weights) * 1.7e308
+        for kwargs in ({}, {"draws": 2}):
+            a = pmp.predictive_density(result, X2, model, weights=big, **kwargs)
+            b = pmp.predictive_density(result, X2, model, weights=weights, **kwargs)
+            for name in b.data_vars:
+                np.testing.assert_allclose(a[name].values, b[name].values, rtol=1e-12)
+        a = pmp.join_probabilities(result, X2, model, labels=[0, 0, 1, 1, 2, 2], weights=big)
+        b = pmp.join_probabilities(result, X2, model, labels=[0, 0, 1, 1, 2, 2], weights=weights)
+        np.testing.assert_allclose(a.values, b.values, rtol=1e-12)
+
+
 def test_models_and_results_are_checked(one, two):
     model, result = one
     with pytest.raises(TypeError, match="pass model="):

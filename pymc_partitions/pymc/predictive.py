@@ -38,7 +38,7 @@ from ..families.kernels import BETA_BERNOULLI
 from ..families.predictive import replicate
 from ..predictive import join_log_probabilities, log_predictive_density
 from ..summaries import labels_vector
-from ..summaries.draws import _weights, canonical_rows
+from ..summaries.draws import _weights, canonical_rows, scaled_weights
 from .compat import add_groups, ancestors, group_names, new_result, posterior_dataset
 from .distributions import check_data, is_partition
 from .summaries import CLUSTERING_GROUP, _is_result, _partition_draws, point_estimate
@@ -251,9 +251,7 @@ def _draw_weights(weights, shape, index, owner):
     w = _weights(weights, shape, owner)
     if w is None:
         return np.full(index.size, 1.0 / index.size)
-    w = w[index]
-    if not w.sum() > 0:
-        raise ValueError(f"{owner}: the weights of the draws used are all zero")
+    w = scaled_weights(w[index], owner, "the weights of the draws used are all zero")
     return w / w.sum()
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-__all__ = ["LabelDraws", "label_draws", "labels_vector", "canonical_rows"]
+__all__ = ["LabelDraws", "label_draws", "labels_vector", "canonical_rows", "scaled_weights"]
 
 _MAX_ITEMS = 2**31 - 1  # labels and positions are stored as int32
 _EXACT_FLOAT = 2.0**53  # larger floats are not exact integers
@@ -138,12 +138,21 @@ def _weights(weights, shape: tuple, owner: str) -> np.ndarray | None:
                          f"{f' or ({total},)' if len(shape) > 1 else ''}, got shape {w.shape}")
     w = w.astype(np.float64).reshape(-1)
     if not np.all(np.isfinite(w)):
-        raise ValueError(f"{owner}: weights hold NaN or infinite values")
+        raise ValueError(f"{owner}: weights hold NaN or infinite values (importance weights too large for floats? "
+                         "pass exp(log_w - log_w.max()))")
     if w.min() < 0:
         raise ValueError(f"{owner}: weights must be >= 0, got {w.min()}")
-    if not w.sum() > 0:
-        raise ValueError(f"{owner}: weights are all zero")
-    return w
+    return scaled_weights(w, owner)
+
+
+def scaled_weights(w: np.ndarray, owner: str, what: str = "weights are all zero") -> np.ndarray:
+    """Finite non-negative weights divided by their largest, so that their sum cannot overflow
+    (S weights sum to at most S): normalising ``[1e308, 1e308]`` or importance weights near
+    ``exp(709)`` by their sum directly would give inf and then zeros."""
+    top = w.max() if w.size else 0.0
+    if not top > 0:
+        raise ValueError(f"{owner}: {what}")
+    return w / top
 
 
 def label_draws(draws, weights=None, *, merge: bool = False, owner: str = "summaries") -> LabelDraws:
