@@ -117,6 +117,104 @@ def test_is_canonical():
     assert not is_canonical(np.array([0.0, 1.0])) and not is_canonical(np.zeros((2, 0), int))
 
 
+
+# --- objects that are not results ---------------------------------------------------------------
+
+Y8 = np.r_[np.full(4, -3.0), np.full(4, 3.0)]
+
+
+@pytest.fixture(scope="module")
+def multitrace():
+    """pm.sample(return_inferencedata=False): a MultiTrace, and the same draws as a result."""
+    with pm.Model() as model:
+        z = pmp.Partition("z", pmp.CRP(1.0), n=8)
+        pmp.NormalNormal("y", partition=z, mu0=0.0, sigma0=5.0, sigma=1.0, observed=Y8)
+        trace = quiet_sample(draws=20, chains=2, random_seed=1, return_inferencedata=False)
+    return model, trace
+
+
+#: Every public function that reads a pm.sample result, called with a MultiTrace.
+RESULT_READERS = {
+    "coclustering": lambda m, t: pmp.coclustering(t),
+    "point_estimate": lambda m, t: pmp.point_estimate(t),
+    "credible_ball": lambda m, t: pmp.credible_ball(t, [0] * 8),
+    "partition_traces": lambda m, t: pmp.partition_traces(t),
+    "summarize_clustering": lambda m, t: pmp.summarize_clustering(t),
+    "plot_coclustering": lambda m, t: pmp.plot_coclustering(t),
+    "plot_n_clusters": lambda m, t: pmp.plot_n_clusters(t),
+    "plot_clustering": lambda m, t: pmp.plot_clustering(Y8, t),
+    "plot_credible_ball": lambda m, t: pmp.plot_credible_ball(Y8, t),
+    "w2_convergence": lambda m, t: pmp.w2_convergence(t, model=m),
+    "plot_w2_convergence": lambda m, t: pmp.plot_w2_convergence(t),
+    "label_invariant": lambda m, t: pmp.label_invariant(t, model=m),
+    "summary": lambda m, t: pmp.summary(t, model=m),
+    "plot_trace": lambda m, t: pmp.plot_trace(t, model=m),
+    "predictive_density": lambda m, t: pmp.predictive_density(t, [0.0], m),
+    "join_probabilities": lambda m, t: pmp.join_probabilities(t, [0.0], m),
+    "cluster_parameters": lambda m, t: pmp.cluster_parameters(t, m),
+    "sample_posterior_predictive": lambda m, t: pmp.sample_posterior_predictive(t, m),
+    "plot_predictive_density": lambda m, t: pmp.plot_predictive_density(t, model=m),
+    "pointwise_log_likelihood": lambda m, t: pmp.pointwise_log_likelihood(t, m),
+    "loo": lambda m, t: pmp.loo(t),
+    "save": lambda m, t: pmp.save(t, "never-written.nc"),
+    "posterior_dataset": lambda m, t: pmp.posterior_dataset(t),
+    "add_groups": lambda m, t: pmp.add_groups(t, {}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(RESULT_READERS))
+def test_a_multitrace_is_refused_saying_how_to_convert_it(multitrace, name):
+    """The summaries used to raise NotImplementedError with an empty message; every reader now
+    says what the object is and how to convert it (the conversion needs the model)."""
+    model, trace = multitrace
+    import matplotlib  # noqa: PLC0415
+
+    matplotlib.use("Agg")
+    with pytest.raises(TypeError, match=r"MultiTrace of pm.sample\(return_inferencedata=False\): convert it with "
+                                        r"pm.to_inference_data\(trace, model=model\)"):
+        RESULT_READERS[name](model, trace)
+
+
+def test_the_converted_multitrace_gives_the_summaries(multitrace):
+    model, trace = multitrace
+    idata = pm.to_inference_data(trace, model=model)
+    draws = np.stack(trace.get_values("z", combine=False))
+    np.testing.assert_array_equal(pmp.coclustering(idata).values, pmp.coclustering(draws).values)
+
+
+def test_objects_numpy_cannot_read_are_type_errors():
+    class Opaque:
+        def __array__(self, *args, **kwargs):
+            raise NotImplementedError
+
+    for fn in (pmp.coclustering, pmp.point_estimate, lambda d: pmp.credible_ball(d, [0, 0])):
+        with pytest.raises(TypeError, match="draws must be an array of labels, got Opaque"):
+            fn(Opaque())
+    with pytest.raises(TypeError, match="estimate must be a vector of integer labels, got Opaque"):
+        pmp.plot_clustering(np.zeros(2), Opaque())
+
+
+def test_a_result_in_place_of_the_data_or_the_clustering_of_a_plot(dpmm):
+    """plot_clustering(y, idata) used to say 'estimate must hold integer labels, got dtype <U13'
+    (PyMC 5) or 'cannot directly convert a DataTree into a numpy array' (PyMC 6)."""
+    import matplotlib  # noqa: PLC0415
+
+    matplotlib.use("Agg")
+    _, idata = dpmm
+    y = np.zeros(30)
+    kind = type(idata).__name__
+    with pytest.raises(TypeError, match=rf"plot_clustering: estimate is a pm.sample result \({kind}\), not labels or "
+                                        r"a point estimate. The call is plot_clustering\(data, estimate\): e.g. "
+                                        r"plot_clustering\(y, pmp.point_estimate\(result\)\)"):
+        pmp.plot_clustering(y, idata)
+    with pytest.raises(TypeError, match=r"plot_clustering: data is a pm.sample result .*not the data"):
+        pmp.plot_clustering(idata, y)
+    with pytest.raises(TypeError, match=r"plot_credible_ball: ball is a pm.sample result .*pmp.credible_ball\(result"):
+        pmp.plot_credible_ball(y, idata)
+    with pytest.raises(TypeError, match=r"plot_credible_ball: data is a pm.sample result"):
+        pmp.plot_credible_ball(idata, pmp.credible_ball(idata, np.zeros(30, int)))
+
+
 # --- the last iteration and non-stationary windows ----------------------------------------------
 
 

@@ -120,6 +120,8 @@ __all__ = [
     "get_random_generator",
     "is_datatree",
     "is_inferencedata",
+    "is_multitrace",
+    "not_a_result_hint",
     "posterior_dataset",
     "made_group",
     "group_names",
@@ -495,11 +497,28 @@ def is_inferencedata(obj: Any) -> bool:
     return isinstance(obj, _arviz().InferenceData)  # (PyMC 5 has imported ArviZ 0.x already)
 
 
+def is_multitrace(obj: Any) -> bool:
+    """True if ``obj`` is a ``pymc.backends.base.MultiTrace`` (``pm.sample(return_inferencedata=False)``)."""
+    from pymc.backends.base import MultiTrace  # noqa: PLC0415
+
+    return isinstance(obj, MultiTrace)
+
+
+def not_a_result_hint(obj: Any) -> str:
+    """What to do when ``obj`` was passed where a result is expected: for a MultiTrace, how to
+    convert it (the conversion needs the model, which the functions reading draws do not have);
+    otherwise nothing."""
+    if is_multitrace(obj):
+        return ("; that is the MultiTrace of pm.sample(return_inferencedata=False): convert it with "
+                "pm.to_inference_data(trace, model=model), or sample with return_inferencedata=True (the default)")
+    return ""
+
+
 def _check_result(result: Any) -> None:
     if not (is_datatree(result) or is_inferencedata(result)):
         raise TypeError(
             "expected an arviz.InferenceData or xarray.DataTree (the result of pm.sample), "
-            f"got {type(result).__name__}"
+            f"got {type(result).__name__}{not_a_result_hint(result)}"
         )
 
 

@@ -39,7 +39,7 @@ from ..families.predictive import replicate
 from ..predictive import join_log_probabilities, log_predictive_density
 from ..summaries import labels_vector
 from ..summaries.draws import _weights, canonical_rows, scaled_weights
-from .compat import add_groups, ancestors, group_names, new_result, posterior_dataset
+from .compat import add_groups, ancestors, group_names, new_result, not_a_result_hint, posterior_dataset
 from .distributions import check_data, is_partition
 from .summaries import CLUSTERING_GROUP, _is_result, _partition_draws, point_estimate
 from .terms import ObservedData, PartitionTerms
@@ -182,7 +182,7 @@ def _read_result(result, model, var_name, owner, draws=None):
     """(fitted, posterior, labels (S, n) canonical of the kept draws, flat indices, kept draw positions, source)."""
     if not _is_result(result):
         raise TypeError(f"{owner}: expected the result of pm.sample (arviz.InferenceData or xarray.DataTree), "
-                        f"got {type(result).__name__}")
+                        f"got {type(result).__name__}{not_a_result_hint(result)}")
     model = _model(model, owner)
     fitted = _Fitted(model, var_name, result, owner)
     values, source = _partition_draws(result, fitted.name, model, owner)
@@ -416,6 +416,9 @@ def join_probabilities(result_or_labels, x, model=None, *, labels=None, var_name
         w = _draw_weights(weights, (source.chains.size, source.draws.size), index, owner)
         n_draws = draw_labels.shape[0]
     else:
+        if not_a_result_hint(result_or_labels):
+            raise TypeError(f"{owner}: expected a pm.sample result or a clustering's labels, got "
+                            f"{type(result_or_labels).__name__}{not_a_result_hint(result_or_labels)}")
         if labels is not None or draws is not None or weights is not None:
             raise ValueError(f"{owner}: labels=, draws= and weights= apply to pm.sample results; the first argument "
                              "here is already the clustering")

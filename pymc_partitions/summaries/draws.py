@@ -113,7 +113,13 @@ def labels_vector(labels, n: int | None = None, *, what: str = "labels", owner: 
     labels = getattr(labels, "labels", labels)
     if isinstance(labels, (str, bytes)) or labels is None:
         raise TypeError(f"{owner}: {what} must be a vector of integer labels, got {labels!r:.60}")
-    a = np.asarray(labels)
+    try:
+        a = np.asarray(labels)
+    except ValueError as err:  # ragged nested lists
+        raise ValueError(f"{owner}: {what} must be a vector of integer labels ({err})") from None
+    except Exception as err:  # objects numpy cannot read
+        raise TypeError(f"{owner}: {what} must be a vector of integer labels, got {type(labels).__name__} "
+                        f"({type(err).__name__}{': ' + str(err) if str(err) else ''})") from None
     if a.ndim != 1:
         raise ValueError(f"{owner}: {what} must be a 1-d vector of labels, got shape {a.shape}")
     if a.size == 0:
@@ -175,6 +181,9 @@ def label_draws(draws, weights=None, *, merge: bool = False, owner: str = "summa
         a = np.asarray(draws)
     except ValueError as err:  # ragged nested lists
         raise ValueError(f"{owner}: draws must be a rectangular array of labels ({err})") from None
+    except Exception as err:  # an object numpy cannot read (e.g. one raising NotImplementedError with no message)
+        raise TypeError(f"{owner}: draws must be an array of labels, got {type(draws).__name__} "
+                        f"({type(err).__name__}{': ' + str(err) if str(err) else ''})") from None
     if a.dtype == object:
         raise TypeError(f"{owner}: draws must be a rectangular array of integer labels, got dtype object")
     if a.ndim not in (2, 3):
