@@ -499,6 +499,289 @@ def test_save_is_atomic(small, tmp_path, monkeypatch):
     assert path.read_bytes() == before
 
 
+
+def loads_within(path, seconds=60.0):
+    """pmp.load(path) in a thread: (returned in time, exception or None)."""
+    import threading  # noqa: PLC0415
+
+    outcome = {}
+
+    def run():
+        try:
+            pmp.load(path)
+        except BaseException as err:  # noqa: BLE001 - reported to the test
+            outcome["error"] = err
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    return not thread.is_alive(), outcome.get("error")
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes are POSIX")
+def test_load_refuses_pipes_devices_and_sockets_without_blocking(tmp_path):
+    """A FIFO used to block pmp.load forever (opening it waits for a writer)."""
+    import socket  # noqa: PLC0415
+
+    fifo = tmp_path / "pipe.nc"
+    os.mkfifo(fifo)
+    link = tmp_path / "link.nc"
+    link.symlink_to(fifo)
+    sock_path = tmp_path / "s.nc"
+    sock = socket.socket(socket.AF_UNIX)
+    sock.bind(str(sock_path))
+    cases = [(fifo, "a named pipe"), (link, "a named pipe"), (sock_path, "a socket")]
+    if os.path.exists("/dev/null"):
+        cases.append(("/dev/null", "a character device"))
+    try:
+        for path, kind in cases:
+            returned, error = loads_within(path)
+            assert returned, f"pmp.load({path}) blocked"
+            assert isinstance(error, ValueError) and re.search(rf"pmp.load: '{re.escape(str(path))}' is {kind}.*, not a "
+                                                               "regular file", str(error)), error
+    finally:
+        sock.close()
+        try:  # release a reader blocked on the pipe (the old behaviour), so that no thread is left waiting
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        except OSError:
+            pass
+
+
+def test_a_path_ending_with_a_separator_is_refused(small, tmp_path):
+    """pmp.save("x.nc/") used to write x.nc."""
+    for owner, call in (("pmp.save", lambda p: pmp.save(small, p)), ("pmp.load", pmp.load)):
+        with pytest.raises(IsADirectoryError, match=rf"{owner}: .*x.nc/' ends with a path separator"):
+            call(str(tmp_path / "x.nc") + os.sep)
+    assert os.listdir(tmp_path) == []
+
+
+def temporary(tmp_path, target, writer=None, age=0.0):
+    """A leftover temporary of ``target`` as pmp.save names them (``writer``: (host, pid), or None
+    for the names of older versions), last modified ``age`` seconds ago."""
+    import uuid  # noqa: PLC0415
+
+    middle = "" if writer is None else f"{writer[0]}-{writer[1]}."
+    path = tmp_path / f".{target}.{middle}{uuid.uuid4().hex[:12]}.tmp"
+    path.write_bytes(b"partial")
+    if age:
+        stamp = os.path.getmtime(path) - age
+        os.utime(path, (stamp, stamp))
+    return path
+
+
+def dead_pid():
+    import subprocess  # noqa: PLC0415
+    import sys  # noqa: PLC0415
+
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
+def test_stale_temporaries_of_the_target_are_removed_by_the_next_save(small, tmp_path):
+    """A save killed outright (SIGKILL) used to leave its temporary for good. The next save of the
+    same target removes those whose writer is gone (same machine) or that are a day old; a live
+    writer's, another machine's recent one and those of other files stay."""
+    from pymc_partitions.pymc import files as _files  # noqa: PLC0415
+
+    host = _files._host()
+    dead = temporary(tmp_path, "r.nc", (host, dead_pid()))
+    old = temporary(tmp_path, "r.nc", None, age=2 * 86400)  # an older version's name, two days old
+    old_elsewhere = temporary(tmp_path, "r.nc", ("0" * 8, 1), age=2 * 86400)
+    keep = [temporary(tmp_path, "r.nc", (host, os.getpid())),  # a live writer (this process)
+            temporary(tmp_path, "r.nc", ("0" * 8, 1)),  # another machine's, recent
+            temporary(tmp_path, "r.nc", None, age=60.0),  # an older version's, recent
+            temporary(tmp_path, "q.nc", (host, dead_pid())),  # another target's
+            tmp_path / ".r.nc.notours.tmp"]
+    keep[-1].write_bytes(b"")
+    pmp.save(small, tmp_path / "r.nc")
+    assert not dead.exists() and not old.exists() and not old_elsewhere.exists()
+    assert all(p.exists() for p in keep)
+    assert sorted(os.listdir(tmp_path)) == sorted(["r.nc"] + [p.name for p in keep])
+    pmp.load(tmp_path / "r.nc")
+
+
+def _save_repeatedly(result, path, times, seed):
+    rng = np.random.default_rng(seed)
+    for _ in range(times):
+        out = compat.add_groups(result, {"mark": xr.Dataset({"v": ("k", rng.normal(size=50))})}, overwrite=True)
+        pmp.save(out, path)
+
+
+def test_concurrent_writers_of_one_target_all_succeed(small, tmp_path):
+    """Processes saving the same path at once: each save succeeds (the cleanup never removes a
+    live writer's temporary), the file left is one of them, whole, and no temporary remains."""
+    import multiprocessing  # noqa: PLC0415
+
+    path = tmp_path / "shared.nc"
+    ctx = multiprocessing.get_context("fork")
+    workers = [ctx.Process(target=_save_repeatedly, args=(small, path, 4, seed)) for seed in range(3)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join(300)
+    assert [w.exitcode for w in workers] == [0, 0, 0]
+    assert os.listdir(tmp_path) == ["shared.nc"]
+    assert compat.posterior_dataset(pmp.load(path), "mark")["v"].size == 50
+
+
+def _save_then_wait(result, path, ready, handler):
+    """Child: save, with the file written and the temporary not yet renamed, tell the parent and wait."""
+    import signal  # noqa: PLC0415
+    import time  # noqa: PLC0415
+
+    if handler == "raises":
+        def stop(signum, frame):
+            raise SystemExit(7)
+
+        signal.signal(signal.SIGTERM, stop)
+    real = compat._write
+
+    def write_and_wait(res, target, compress):
+        real(res, target, compress)
+        ready.set()
+        time.sleep(60)
+
+    compat._write = write_and_wait
+    pmp.save(result, path)
+
+
+@pytest.mark.parametrize("handler, exitcode", [("default", -15), ("raises", 7)])
+def test_sigterm_during_a_save_removes_its_temporary(small, tmp_path, handler, exitcode):
+    """SIGTERM used to leave the temporary behind. With the default action the process still
+    ends by SIGTERM; a handler of the program's own runs (here it exits with 7)."""
+    import multiprocessing  # noqa: PLC0415
+    import signal  # noqa: PLC0415
+
+    path = tmp_path / "r.nc"
+    pmp.save(small, path)
+    before = path.read_bytes()
+    ctx = multiprocessing.get_context("fork")
+    ready = ctx.Event()
+    child = ctx.Process(target=_save_then_wait, args=(with_w2(small), path, ready, handler))
+    child.start()
+    try:
+        assert ready.wait(120), "the child did not reach the write"
+        assert len(os.listdir(tmp_path)) == 2  # the file and the temporary
+        os.kill(child.pid, signal.SIGTERM)
+        child.join(60)
+    finally:
+        if child.is_alive():
+            child.kill()
+    assert child.exitcode == exitcode
+    assert os.listdir(tmp_path) == ["r.nc"] and path.read_bytes() == before
+
+
+def test_the_sigterm_handler_is_restored_after_a_save(small, tmp_path):
+    import signal  # noqa: PLC0415
+
+    def mine(signum, frame):
+        pass
+
+    old = signal.signal(signal.SIGTERM, mine)
+    try:
+        pmp.save(small, tmp_path / "r.nc")
+        assert signal.getsignal(signal.SIGTERM) is mine
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # an ignored SIGTERM stays ignored, untouched
+        pmp.save(small, tmp_path / "r.nc")
+        assert signal.getsignal(signal.SIGTERM) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
+def data_chunks(path):
+    """(dataset name, file offset of its data) of every numeric dataset with data in an HDF5 file
+    (its first chunk when chunked)."""
+    import h5py  # noqa: PLC0415
+
+    out = []
+
+    def visit(name, obj):
+        if not isinstance(obj, h5py.Dataset) or obj.dtype.kind not in "biuf" or obj.size == 0:
+            return
+        if obj.chunks is not None and obj.id.get_num_chunks():
+            out.append((name, obj.id.get_chunk_info(0).byte_offset))
+        elif obj.chunks is None and obj.id.get_offset() is not None:
+            out.append((name, obj.id.get_offset()))
+
+    with h5py.File(path, "r") as f:
+        f.visititems(visit)
+    return out
+
+
+def flipped(data: bytes, at: int) -> bytes:
+    bad = bytearray(data)
+    bad[at] ^= 0xFF
+    return bytes(bad)
+
+
+def identical(a, b) -> bool:
+    groups = compat.group_names(a)
+    return groups == compat.group_names(b) and a.attrs == b.attrs and all(
+        compat.posterior_dataset(a, g).identical(compat.posterior_dataset(b, g)) for g in groups)
+
+
+@pytest.mark.parametrize("compress", [False, True])
+def test_damaged_files_are_refused_naming_the_path(small, tmp_path, compress):
+    """A byte flipped anywhere in a file pmp.save wrote: pmp.load raises a ValueError naming the
+    path, before HDF5 parses a damaged byte (which can make it loop), or (a byte of the checksum
+    line's prefix: the line is then ignored) gives back exactly what was saved. It used to raise
+    h5py's KeyError without the path for damaged metadata, and with compress=False to load a
+    damaged data byte as another value."""
+    from pymc_partitions.pymc import files  # noqa: PLC0415
+
+    good_path = pmp.save(small, tmp_path / "good.nc", compress=compress)
+    good = Path(good_path).read_bytes()
+    original = pmp.load(good_path)
+    chunks = {at for _, at in data_chunks(good_path)}
+    assert len(chunks) >= 10
+    prefix = range(len(good) - files._CHECKSUM_LENGTH, len(good) - files._CHECKSUM_LENGTH + len(files._CHECKSUM_PREFIX))
+    bad_path = tmp_path / "bad.nc"
+    refused = 0
+    for at in sorted(set(range(0, len(good), len(good) // 97)) | chunks | {len(good) - 2, prefix[3]}):
+        bad_path.write_bytes(flipped(good, at))
+        try:
+            back = pmp.load(bad_path)
+        except ValueError as err:
+            assert f"pmp.load: '{bad_path}' is damaged" in str(err)
+            refused += 1
+            continue
+        assert at in prefix and identical(back, original), f"a damaged byte at {at} was not detected"
+    assert refused >= 100
+
+
+@pytest.mark.parametrize("compress", [False, True])
+def test_damaged_data_are_refused_without_the_checksum_line(small, tmp_path, compress):
+    """A file with no checksum line (pmp.save's, rewritten by another program through HDF5, which
+    drops it): a damaged byte inside any variable's data fails its HDF5 Fletcher-32 checksum."""
+    from pymc_partitions.pymc import files  # noqa: PLC0415
+
+    good_path = pmp.save(small, tmp_path / "good.nc", compress=compress)
+    good = Path(good_path).read_bytes()
+    if files.verify_checksum(good_path):
+        good = good[:-files._CHECKSUM_LENGTH]
+    plain = tmp_path / "plain.nc"
+    plain.write_bytes(good)
+    assert identical(pmp.load(plain), pmp.load(good_path))
+    chunks = data_chunks(plain)
+    assert len(chunks) >= 10
+    for name, at in chunks:
+        plain.write_bytes(flipped(good, at))
+        with pytest.raises(ValueError, match=rf"pmp.load: '{re.escape(str(plain))}' is damaged: OSError"):
+            pmp.load(plain)
+
+
+@pytest.mark.parametrize("at", [2425, 22989, 57424])
+def test_damaged_metadata_of_other_files_are_value_errors_naming_the_path(tmp_path, at):
+    """Files without the checksum line (other writers, earlier versions): damaged metadata used to
+    raise h5py's KeyError, a JSONDecodeError or a KeyError of the attribute decoder, without the
+    path (byte offsets of tests/data/result_pymc5.nc that did so)."""
+    bad = tmp_path / "bad.nc"
+    bad.write_bytes(flipped((DATA / "result_pymc5.nc").read_bytes(), at))
+    with pytest.raises(ValueError, match=rf"pmp.load: '{re.escape(str(bad))}' (is damaged|is not a netCDF4)"):
+        pmp.load(bad)
+
+
 def test_attribute_types_survive_the_round_trip(small, tmp_path):
     """Root, group and variable attributes: lists stay lists (one-element ones too), bools bools,
     tuples, dicts, None, arrays of any shape and dtype."""
