@@ -130,6 +130,104 @@ def test_is_canonical():
     assert not is_canonical(np.array([0.0, 1.0])) and not is_canonical(np.zeros((2, 0), int))
 
 
+
+# --- objects that are not results ---------------------------------------------------------------
+
+Y8 = np.r_[np.full(4, -3.0), np.full(4, 3.0)]
+
+
+@pytest.fixture(scope="module")
+def multitrace():
+    """pm.sample(return_inferencedata=False): a MultiTrace, and the same draws as a result."""
+    with pm.Model() as model:
+        z = pmp.Partition("z", pmp.CRP(1.0), n=8)
+        pmp.NormalNormal("y", partition=z, mu0=0.0, sigma0=5.0, sigma=1.0, observed=Y8)
+        trace = quiet_sample(draws=20, chains=2, random_seed=1, return_inferencedata=False)
+    return model, trace
+
+
+#: Every public function that reads a pm.sample result, called with a MultiTrace.
+RESULT_READERS = {
+    "coclustering": lambda m, t: pmp.coclustering(t),
+    "point_estimate": lambda m, t: pmp.point_estimate(t),
+    "credible_ball": lambda m, t: pmp.credible_ball(t, [0] * 8),
+    "partition_traces": lambda m, t: pmp.partition_traces(t),
+    "summarize_clustering": lambda m, t: pmp.summarize_clustering(t),
+    "plot_coclustering": lambda m, t: pmp.plot_coclustering(t),
+    "plot_n_clusters": lambda m, t: pmp.plot_n_clusters(t),
+    "plot_clustering": lambda m, t: pmp.plot_clustering(Y8, t),
+    "plot_credible_ball": lambda m, t: pmp.plot_credible_ball(Y8, t),
+    "w2_convergence": lambda m, t: pmp.w2_convergence(t, model=m),
+    "plot_w2_convergence": lambda m, t: pmp.plot_w2_convergence(t),
+    "label_invariant": lambda m, t: pmp.label_invariant(t, model=m),
+    "summary": lambda m, t: pmp.summary(t, model=m),
+    "plot_trace": lambda m, t: pmp.plot_trace(t, model=m),
+    "predictive_density": lambda m, t: pmp.predictive_density(t, [0.0], m),
+    "join_probabilities": lambda m, t: pmp.join_probabilities(t, [0.0], m),
+    "cluster_parameters": lambda m, t: pmp.cluster_parameters(t, m),
+    "sample_posterior_predictive": lambda m, t: pmp.sample_posterior_predictive(t, m),
+    "plot_predictive_density": lambda m, t: pmp.plot_predictive_density(t, model=m),
+    "pointwise_log_likelihood": lambda m, t: pmp.pointwise_log_likelihood(t, m),
+    "loo": lambda m, t: pmp.loo(t),
+    "save": lambda m, t: pmp.save(t, "never-written.nc"),
+    "posterior_dataset": lambda m, t: pmp.posterior_dataset(t),
+    "add_groups": lambda m, t: pmp.add_groups(t, {}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(RESULT_READERS))
+def test_a_multitrace_is_refused_saying_how_to_convert_it(multitrace, name):
+    """The summaries used to raise NotImplementedError with an empty message; every reader now
+    says what the object is and how to convert it (the conversion needs the model)."""
+    model, trace = multitrace
+    import matplotlib  # noqa: PLC0415
+
+    matplotlib.use("Agg")
+    with pytest.raises(TypeError, match=r"MultiTrace of pm.sample\(return_inferencedata=False\): convert it with "
+                                        r"pm.to_inference_data\(trace, model=model\)"):
+        RESULT_READERS[name](model, trace)
+
+
+def test_the_converted_multitrace_gives_the_summaries(multitrace):
+    model, trace = multitrace
+    idata = pm.to_inference_data(trace, model=model)
+    draws = np.stack(trace.get_values("z", combine=False))
+    np.testing.assert_array_equal(pmp.coclustering(idata).values, pmp.coclustering(draws).values)
+
+
+def test_objects_numpy_cannot_read_are_type_errors():
+    class Opaque:
+        def __array__(self, *args, **kwargs):
+            raise NotImplementedError
+
+    for fn in (pmp.coclustering, pmp.point_estimate, lambda d: pmp.credible_ball(d, [0, 0])):
+        with pytest.raises(TypeError, match="draws must be an array of labels, got Opaque"):
+            fn(Opaque())
+    with pytest.raises(TypeError, match="estimate must be a vector of integer labels, got Opaque"):
+        pmp.plot_clustering(np.zeros(2), Opaque())
+
+
+def test_a_result_in_place_of_the_data_or_the_clustering_of_a_plot(dpmm):
+    """plot_clustering(y, idata) used to say 'estimate must hold integer labels, got dtype <U13'
+    (PyMC 5) or 'cannot directly convert a DataTree into a numpy array' (PyMC 6)."""
+    import matplotlib  # noqa: PLC0415
+
+    matplotlib.use("Agg")
+    _, idata = dpmm
+    y = np.zeros(30)
+    kind = type(idata).__name__
+    with pytest.raises(TypeError, match=rf"plot_clustering: estimate is a pm.sample result \({kind}\), not labels or "
+                                        r"a point estimate. The call is plot_clustering\(data, estimate\): e.g. "
+                                        r"plot_clustering\(y, pmp.point_estimate\(result\)\)"):
+        pmp.plot_clustering(y, idata)
+    with pytest.raises(TypeError, match=r"plot_clustering: data is a pm.sample result .*not the data"):
+        pmp.plot_clustering(idata, y)
+    with pytest.raises(TypeError, match=r"plot_credible_ball: ball is a pm.sample result .*pmp.credible_ball\(result"):
+        pmp.plot_credible_ball(y, idata)
+    with pytest.raises(TypeError, match=r"plot_credible_ball: data is a pm.sample result"):
+        pmp.plot_credible_ball(idata, pmp.credible_ball(idata, np.zeros(30, int)))
+
+
 # --- the last iteration and non-stationary windows ----------------------------------------------
 
 
@@ -412,6 +510,289 @@ def test_save_is_atomic(small, tmp_path, monkeypatch):
     with pytest.raises(FileNotFoundError, match="the directory of .* does not exist"):
         pmp.save(small, tmp_path / "nowhere" / "r.nc")
     assert path.read_bytes() == before
+
+
+
+def loads_within(path, seconds=60.0):
+    """pmp.load(path) in a thread: (returned in time, exception or None)."""
+    import threading  # noqa: PLC0415
+
+    outcome = {}
+
+    def run():
+        try:
+            pmp.load(path)
+        except BaseException as err:  # noqa: BLE001 - reported to the test
+            outcome["error"] = err
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    return not thread.is_alive(), outcome.get("error")
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes are POSIX")
+def test_load_refuses_pipes_devices_and_sockets_without_blocking(tmp_path):
+    """A FIFO used to block pmp.load forever (opening it waits for a writer)."""
+    import socket  # noqa: PLC0415
+
+    fifo = tmp_path / "pipe.nc"
+    os.mkfifo(fifo)
+    link = tmp_path / "link.nc"
+    link.symlink_to(fifo)
+    sock_path = tmp_path / "s.nc"
+    sock = socket.socket(socket.AF_UNIX)
+    sock.bind(str(sock_path))
+    cases = [(fifo, "a named pipe"), (link, "a named pipe"), (sock_path, "a socket")]
+    if os.path.exists("/dev/null"):
+        cases.append(("/dev/null", "a character device"))
+    try:
+        for path, kind in cases:
+            returned, error = loads_within(path)
+            assert returned, f"pmp.load({path}) blocked"
+            assert isinstance(error, ValueError) and re.search(rf"pmp.load: '{re.escape(str(path))}' is {kind}.*, not a "
+                                                               "regular file", str(error)), error
+    finally:
+        sock.close()
+        try:  # release a reader blocked on the pipe (the old behaviour), so that no thread is left waiting
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        except OSError:
+            pass
+
+
+def test_a_path_ending_with_a_separator_is_refused(small, tmp_path):
+    """pmp.save("x.nc/") used to write x.nc."""
+    for owner, call in (("pmp.save", lambda p: pmp.save(small, p)), ("pmp.load", pmp.load)):
+        with pytest.raises(IsADirectoryError, match=rf"{owner}: .*x.nc/' ends with a path separator"):
+            call(str(tmp_path / "x.nc") + os.sep)
+    assert os.listdir(tmp_path) == []
+
+
+def temporary(tmp_path, target, writer=None, age=0.0):
+    """A leftover temporary of ``target`` as pmp.save names them (``writer``: (host, pid), or None
+    for the names of older versions), last modified ``age`` seconds ago."""
+    import uuid  # noqa: PLC0415
+
+    middle = "" if writer is None else f"{writer[0]}-{writer[1]}."
+    path = tmp_path / f".{target}.{middle}{uuid.uuid4().hex[:12]}.tmp"
+    path.write_bytes(b"partial")
+    if age:
+        stamp = os.path.getmtime(path) - age
+        os.utime(path, (stamp, stamp))
+    return path
+
+
+def dead_pid():
+    import subprocess  # noqa: PLC0415
+    import sys  # noqa: PLC0415
+
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
+def test_stale_temporaries_of_the_target_are_removed_by_the_next_save(small, tmp_path):
+    """A save killed outright (SIGKILL) used to leave its temporary for good. The next save of the
+    same target removes those whose writer is gone (same machine) or that are a day old; a live
+    writer's, another machine's recent one and those of other files stay."""
+    from pymc_partitions.pymc import files as _files  # noqa: PLC0415
+
+    host = _files._host()
+    dead = temporary(tmp_path, "r.nc", (host, dead_pid()))
+    old = temporary(tmp_path, "r.nc", None, age=2 * 86400)  # an older version's name, two days old
+    old_elsewhere = temporary(tmp_path, "r.nc", ("0" * 8, 1), age=2 * 86400)
+    keep = [temporary(tmp_path, "r.nc", (host, os.getpid())),  # a live writer (this process)
+            temporary(tmp_path, "r.nc", ("0" * 8, 1)),  # another machine's, recent
+            temporary(tmp_path, "r.nc", None, age=60.0),  # an older version's, recent
+            temporary(tmp_path, "q.nc", (host, dead_pid())),  # another target's
+            tmp_path / ".r.nc.notours.tmp"]
+    keep[-1].write_bytes(b"")
+    pmp.save(small, tmp_path / "r.nc")
+    assert not dead.exists() and not old.exists() and not old_elsewhere.exists()
+    assert all(p.exists() for p in keep)
+    assert sorted(os.listdir(tmp_path)) == sorted(["r.nc"] + [p.name for p in keep])
+    pmp.load(tmp_path / "r.nc")
+
+
+def _save_repeatedly(result, path, times, seed):
+    rng = np.random.default_rng(seed)
+    for _ in range(times):
+        out = compat.add_groups(result, {"mark": xr.Dataset({"v": ("k", rng.normal(size=50))})}, overwrite=True)
+        pmp.save(out, path)
+
+
+def test_concurrent_writers_of_one_target_all_succeed(small, tmp_path):
+    """Processes saving the same path at once: each save succeeds (the cleanup never removes a
+    live writer's temporary), the file left is one of them, whole, and no temporary remains."""
+    import multiprocessing  # noqa: PLC0415
+
+    path = tmp_path / "shared.nc"
+    ctx = multiprocessing.get_context("fork")
+    workers = [ctx.Process(target=_save_repeatedly, args=(small, path, 4, seed)) for seed in range(3)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join(300)
+    assert [w.exitcode for w in workers] == [0, 0, 0]
+    assert os.listdir(tmp_path) == ["shared.nc"]
+    assert compat.posterior_dataset(pmp.load(path), "mark")["v"].size == 50
+
+
+def _save_then_wait(result, path, ready, handler):
+    """Child: save, with the file written and the temporary not yet renamed, tell the parent and wait."""
+    import signal  # noqa: PLC0415
+    import time  # noqa: PLC0415
+
+    if handler == "raises":
+        def stop(signum, frame):
+            raise SystemExit(7)
+
+        signal.signal(signal.SIGTERM, stop)
+    real = compat._write
+
+    def write_and_wait(res, target, compress):
+        real(res, target, compress)
+        ready.set()
+        time.sleep(60)
+
+    compat._write = write_and_wait
+    pmp.save(result, path)
+
+
+@pytest.mark.parametrize("handler, exitcode", [("default", -15), ("raises", 7)])
+def test_sigterm_during_a_save_removes_its_temporary(small, tmp_path, handler, exitcode):
+    """SIGTERM used to leave the temporary behind. With the default action the process still
+    ends by SIGTERM; a handler of the program's own runs (here it exits with 7)."""
+    import multiprocessing  # noqa: PLC0415
+    import signal  # noqa: PLC0415
+
+    path = tmp_path / "r.nc"
+    pmp.save(small, path)
+    before = path.read_bytes()
+    ctx = multiprocessing.get_context("fork")
+    ready = ctx.Event()
+    child = ctx.Process(target=_save_then_wait, args=(with_w2(small), path, ready, handler))
+    child.start()
+    try:
+        assert ready.wait(120), "the child did not reach the write"
+        assert len(os.listdir(tmp_path)) == 2  # the file and the temporary
+        os.kill(child.pid, signal.SIGTERM)
+        child.join(60)
+    finally:
+        if child.is_alive():
+            child.kill()
+    assert child.exitcode == exitcode
+    assert os.listdir(tmp_path) == ["r.nc"] and path.read_bytes() == before
+
+
+def test_the_sigterm_handler_is_restored_after_a_save(small, tmp_path):
+    import signal  # noqa: PLC0415
+
+    def mine(signum, frame):
+        pass
+
+    old = signal.signal(signal.SIGTERM, mine)
+    try:
+        pmp.save(small, tmp_path / "r.nc")
+        assert signal.getsignal(signal.SIGTERM) is mine
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # an ignored SIGTERM stays ignored, untouched
+        pmp.save(small, tmp_path / "r.nc")
+        assert signal.getsignal(signal.SIGTERM) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
+def data_chunks(path):
+    """(dataset name, file offset of its data) of every numeric dataset with data in an HDF5 file
+    (its first chunk when chunked)."""
+    import h5py  # noqa: PLC0415
+
+    out = []
+
+    def visit(name, obj):
+        if not isinstance(obj, h5py.Dataset) or obj.dtype.kind not in "biuf" or obj.size == 0:
+            return
+        if obj.chunks is not None and obj.id.get_num_chunks():
+            out.append((name, obj.id.get_chunk_info(0).byte_offset))
+        elif obj.chunks is None and obj.id.get_offset() is not None:
+            out.append((name, obj.id.get_offset()))
+
+    with h5py.File(path, "r") as f:
+        f.visititems(visit)
+    return out
+
+
+def flipped(data: bytes, at: int) -> bytes:
+    bad = bytearray(data)
+    bad[at] ^= 0xFF
+    return bytes(bad)
+
+
+def identical(a, b) -> bool:
+    groups = compat.group_names(a)
+    return groups == compat.group_names(b) and a.attrs == b.attrs and all(
+        compat.posterior_dataset(a, g).identical(compat.posterior_dataset(b, g)) for g in groups)
+
+
+@pytest.mark.parametrize("compress", [False, True])
+def test_damaged_files_are_refused_naming_the_path(small, tmp_path, compress):
+    """A byte flipped anywhere in a file pmp.save wrote: pmp.load raises a ValueError naming the
+    path, before HDF5 parses a damaged byte (which can make it loop), or (a byte of the checksum
+    line's prefix: the line is then ignored) gives back exactly what was saved. It used to raise
+    h5py's KeyError without the path for damaged metadata, and with compress=False to load a
+    damaged data byte as another value."""
+    from pymc_partitions.pymc import files  # noqa: PLC0415
+
+    good_path = pmp.save(small, tmp_path / "good.nc", compress=compress)
+    good = Path(good_path).read_bytes()
+    original = pmp.load(good_path)
+    chunks = {at for _, at in data_chunks(good_path)}
+    assert len(chunks) >= 10
+    prefix = range(len(good) - files._CHECKSUM_LENGTH, len(good) - files._CHECKSUM_LENGTH + len(files._CHECKSUM_PREFIX))
+    bad_path = tmp_path / "bad.nc"
+    refused = 0
+    for at in sorted(set(range(0, len(good), len(good) // 97)) | chunks | {len(good) - 2, prefix[3]}):
+        bad_path.write_bytes(flipped(good, at))
+        try:
+            back = pmp.load(bad_path)
+        except ValueError as err:
+            assert f"pmp.load: '{bad_path}' is damaged" in str(err)
+            refused += 1
+            continue
+        assert at in prefix and identical(back, original), f"a damaged byte at {at} was not detected"
+    assert refused >= 100
+
+
+@pytest.mark.parametrize("compress", [False, True])
+def test_damaged_data_are_refused_without_the_checksum_line(small, tmp_path, compress):
+    """A file with no checksum line (pmp.save's, rewritten by another program through HDF5, which
+    drops it): a damaged byte inside any variable's data fails its HDF5 Fletcher-32 checksum."""
+    from pymc_partitions.pymc import files  # noqa: PLC0415
+
+    good_path = pmp.save(small, tmp_path / "good.nc", compress=compress)
+    good = Path(good_path).read_bytes()
+    if files.verify_checksum(good_path):
+        good = good[:-files._CHECKSUM_LENGTH]
+    plain = tmp_path / "plain.nc"
+    plain.write_bytes(good)
+    assert identical(pmp.load(plain), pmp.load(good_path))
+    chunks = data_chunks(plain)
+    assert len(chunks) >= 10
+    for name, at in chunks:
+        plain.write_bytes(flipped(good, at))
+        with pytest.raises(ValueError, match=rf"pmp.load: '{re.escape(str(plain))}' is damaged: OSError"):
+            pmp.load(plain)
+
+
+@pytest.mark.parametrize("at", [2425, 22989, 57424])
+def test_damaged_metadata_of_other_files_are_value_errors_naming_the_path(tmp_path, at):
+    """Files without the checksum line (other writers, earlier versions): damaged metadata used to
+    raise h5py's KeyError, a JSONDecodeError or a KeyError of the attribute decoder, without the
+    path (byte offsets of tests/data/result_pymc5.nc that did so)."""
+    bad = tmp_path / "bad.nc"
+    bad.write_bytes(flipped((DATA / "result_pymc5.nc").read_bytes(), at))
+    with pytest.raises(ValueError, match=rf"pmp.load: '{re.escape(str(bad))}' (is damaged|is not a netCDF4)"):
+        pmp.load(bad)
 
 
 def test_attribute_types_survive_the_round_trip(small, tmp_path):

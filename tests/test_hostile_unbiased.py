@@ -86,6 +86,10 @@ class Singletons:
                 HELD.append("let go")
             elif self.action == "die":
                 os.kill(os.getpid(), signal.SIGKILL)
+            elif self.action == "exit":
+                raise SystemExit(3)
+            elif self.action == "interrupt":
+                raise KeyboardInterrupt
         return np.arange(N)
 
 
@@ -360,6 +364,27 @@ def test_a_hung_pair_on_a_thread_pool_is_given_up(model):
     assert still_held == ["held"]  # the run returned while the pair still hung
     status = result["meeting"]["status"].values
     assert status[1].startswith("failed: timeout after 0.5 s") and (np.delete(status, 1) == "met").all()
+
+
+@pytest.mark.parametrize("mode", ["cores=1", "processes", "threads"])
+@pytest.mark.parametrize("action, message", [("exit", "SystemExit raised inside the pair (code 3)"),
+                                             ("interrupt", "KeyboardInterrupt raised inside the pair")])
+def test_system_exit_or_keyboard_interrupt_raised_by_a_pair_fails_that_pair_only(model, mode, action, message):
+    """sys.exit or KeyboardInterrupt from the user's code in one pair: with cores=1 the first used
+    to end the call and lose every finished pair. In every mode that pair fails, the others run,
+    and the run is not marked interrupted."""
+    run = dict(FIXED, h=SlowK(), n_pairs=8, init=Singletons({4}, action))
+    pool = cf.ThreadPoolExecutor(2) if mode == "threads" else None
+    run.update({"cores=1": dict(cores=1), "processes": dict(cores=2), "threads": dict(executor=pool)}[mode])
+    try:
+        with no_workers_left(), pytest.warns(UserWarning, match=re.escape(f"1 failed: {message}")):
+            result = pmp.sample_unbiased(model, **run)
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True)
+    status = result["meeting"]["status"].values
+    assert status[4] == f"failed: {message}" and (np.delete(status, 4) == "met").all()
+    assert result["unbiased"].attrs["interrupted"] == 0
 
 
 # --------------------------------------------------------------------------------------------

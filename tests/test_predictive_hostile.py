@@ -80,6 +80,23 @@ def test_settings_are_checked(one, kwargs, err, match):
         pmp.predictive_density(result, X2, model, **kwargs)
 
 
+
+def test_weights_whose_sum_overflows_are_normalised(one):
+    """Unnormalised weights whose sum is inf give what the same relative weights give (they used
+    to be divided by inf: all zero); so do weights of a subset of the draws (draws=)."""
+    model, result = one
+    for weights in ([[1.0, 2.0, 1.0]], [[1.0, 0.0, 3.0]]):
+        big = np.asarray(weights) / np.max(weights) * 1.7e308
+        for kwargs in ({}, {"draws": 2}):
+            a = pmp.predictive_density(result, X2, model, weights=big, **kwargs)
+            b = pmp.predictive_density(result, X2, model, weights=weights, **kwargs)
+            for name in b.data_vars:
+                np.testing.assert_allclose(a[name].values, b[name].values, rtol=1e-12)
+        a = pmp.join_probabilities(result, X2, model, labels=[0, 0, 1, 1, 2, 2], weights=big)
+        b = pmp.join_probabilities(result, X2, model, labels=[0, 0, 1, 1, 2, 2], weights=weights)
+        np.testing.assert_allclose(a.values, b.values, rtol=1e-12)
+
+
 def test_models_and_results_are_checked(one, two):
     model, result = one
     with pytest.raises(TypeError, match="pass model="):
@@ -194,3 +211,99 @@ def test_plot_predictive_density_arguments(one, two):
         pmp.BetaBernoulli("b", partition=z, observed=data(N)[1])
     with pytest.raises(ValueError, match="binary"):
         pmp.plot_predictive_density(result, model=binary)
+
+
+# --- which data and which model -----------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def fitted_with_data():
+    """A model whose data are pm.Data, sampled by pm.sample (the result has observed_data)."""
+    import logging  # noqa: PLC0415
+    import warnings  # noqa: PLC0415
+
+    y = np.r_[np.full(4, -3.0), np.full(4, 3.0)] + np.linspace(0.0, 0.2, 8)
+    with pm.Model() as model:
+        data_y = pm.Data("data_y", y)
+        z = pmp.Partition("z", pmp.CRP(1.0), n=8)
+        pmp.NormalNormal("y", partition=z, mu0=0.0, sigma0=5.0, sigma=1.0, observed=data_y)
+        logging.getLogger("pymc").setLevel(logging.ERROR)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            idata = pm.sample(draws=15, tune=0, chains=2, cores=1, progressbar=False, random_seed=2,
+                              compute_convergence_checks=False)
+    return model, idata, y
+
+
+def _readers(model, idata):
+    """Every reader of a result with a model, as arrays (draws of random outputs with a fixed seed)."""
+    return {
+        "predictive_density": pmp.predictive_density(idata, [0.0, 3.0], model)["density"].values,
+        "join_probabilities": pmp.join_probabilities(idata, [0.0, 3.0], model, labels=[0] * 4 + [1] * 4).values,
+        "cluster_parameters": pmp.cluster_parameters(idata, model, draws=3, random_seed=1)["y_mu"].values,
+        "sample_posterior_predictive": np.asarray(
+            compat_posterior(pmp.sample_posterior_predictive(idata, model, draws=3, random_seed=1))["y"].values),
+        "pointwise_log_likelihood": pmp.pointwise_log_likelihood(idata, model)["y"].values,
+    }
+
+
+def compat_posterior(result):
+    from pymc_partitions.pymc.compat import posterior_dataset  # noqa: PLC0415
+
+    return posterior_dataset(result, "posterior_predictive")
+
+
+def test_the_fitted_data_come_from_the_result_whatever_set_data_did(fitted_with_data):
+    """pm.set_data after sampling (new data, with NaN or another length) used to make every reader
+    refuse ("observed contains 1 NaN") although the fitted data are read from the result."""
+    model, idata, y = fitted_with_data
+    before = _readers(model, idata)
+    try:
+        for new in (np.r_[y[:7], np.nan], y[::-1] + 10.0, np.zeros(3)):
+            with model:
+                pm.set_data({"data_y": new})
+            after = _readers(model, idata)
+            for name in before:
+                np.testing.assert_allclose(after[name], before[name], rtol=1e-12, err_msg=name)
+    finally:
+        with model:
+            pm.set_data({"data_y": y})
+
+
+def test_a_model_the_result_was_not_sampled_from_is_refused(fitted_with_data):
+    """Another model with the same n used to be accepted silently (its hyperparameters with the
+    other model's draws). Fixed data that differ from the result's, or a likelihood the result
+    has no observed data for, are refused; a result without observed_data uses the model's
+    current data and says so when they are unusable."""
+    model, idata, y = fitted_with_data
+    with pm.Model() as other_data:
+        z = pmp.Partition("z", pmp.CRP(1.0), n=8)
+        pmp.NormalNormal("y", partition=z, mu0=0.0, sigma0=5.0, sigma=1.0, observed=y[::-1])
+    with pm.Model() as same_data:  # fixed data equal to the result's: accepted
+        z = pmp.Partition("z", pmp.CRP(1.0), n=8)
+        pmp.NormalNormal("y", partition=z, mu0=0.0, sigma0=5.0, sigma=1.0, observed=y)
+    with pm.Model() as other_name:
+        z = pmp.Partition("z", pmp.CRP(1.0), n=8)
+        pmp.NormalNormal("w", partition=z, mu0=0.0, sigma0=5.0, sigma=1.0, observed=y)
+    readers = [lambda m: pmp.predictive_density(idata, [0.0], m), lambda m: pmp.cluster_parameters(idata, m),
+               lambda m: pmp.join_probabilities(idata, [0.0], m, labels=[0] * 8),
+               lambda m: pmp.sample_posterior_predictive(idata, m, draws=2),
+               lambda m: pmp.pointwise_log_likelihood(idata, m)]
+    for read in readers:
+        with pytest.raises(ValueError, match=r"the model's observed data of 'y' differ from the result's "
+                                             r"observed_data group: the result was not sampled from this model"):
+            read(other_data)
+        with pytest.raises(ValueError, match=r"observed_data group has \['y'\] but not the model's likelihood 'w'"):
+            read(other_name)
+    np.testing.assert_allclose(pmp.predictive_density(idata, [0.0, 3.0], same_data)["density"].values,
+                               pmp.predictive_density(idata, [0.0, 3.0], model)["density"].values, rtol=1e-12)
+    bare = draws_result(np.zeros((2, 8), int))  # no observed_data: the model's current data are used
+    try:
+        with model:
+            pm.set_data({"data_y": np.r_[y[:7], np.nan]})
+        with pytest.raises(ValueError, match=r"predictive_density: the result has no observed_data group, so the "
+                                             r"model's current data are used, and 'y': observed contains 1 NaN"):
+            pmp.predictive_density(bare, [0.0], model)
+    finally:
+        with model:
+            pm.set_data({"data_y": y})

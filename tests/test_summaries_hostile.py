@@ -93,6 +93,50 @@ def test_weights_of_chain_draw_shape_and_zero_weights():
                                pmp.coclustering(chains, weights=w).values)
 
 
+
+def huge(weights):
+    """The same relative weights scaled so that their sum overflows a float (max 1.8e308)."""
+    w = np.asarray(weights, float)
+    return w / w.max() * 1.7e308
+
+
+@pytest.mark.parametrize("weights", [[1.0, 1.0, 1.0], [0.4, 0.2, 0.3], [1.0, 0.0, 3.0]])
+def test_weights_whose_sum_overflows_give_the_same_summaries(weights):
+    """Unnormalised weights (importance weights like exp(709)) whose sum is inf: every summary
+    equals the one for the same relative weights (it used to divide by inf: the co-clustering
+    became the identity, the expected loss 0)."""
+    big = huge(weights)
+    with np.errstate(over="ignore"):
+        assert np.isinf(big.sum())
+    np.testing.assert_allclose(pmp.coclustering(DRAWS, weights=big).values,
+                               pmp.coclustering(DRAWS, weights=weights).values, rtol=1e-12)
+    pairs = pmp.coclustering(DRAWS, weights=big, pairs=[(0, 1), (2, 3)])
+    np.testing.assert_allclose(pairs.values, pmp.coclustering(DRAWS, weights=weights, pairs=[(0, 1), (2, 3)]).values)
+    a, b = (pmp.point_estimate(DRAWS, weights=w, random_seed=0) for w in (big, weights))
+    assert a.labels.tolist() == b.labels.tolist() and a.expected_loss == pytest.approx(b.expected_loss, rel=1e-12)
+    assert a.expected_loss > 0
+    for loss in ("vi", "binder"):
+        a, b = (pmp.credible_ball(DRAWS, [0, 0, 1, 1], loss=loss, weights=w) for w in (big, weights))
+        assert (a.radius, a.probability) == pytest.approx((b.radius, b.probability), rel=1e-12)
+        assert pmp.summaries.expected_loss([0, 0, 1, 1], DRAWS, loss, weights=big) == pytest.approx(
+            pmp.summaries.expected_loss([0, 0, 1, 1], DRAWS, loss, weights=weights), rel=1e-12)
+
+
+def test_the_issue_cases_of_overflowing_weights():
+    two = np.array([[0, 0, 1], [0, 1, 1]])
+    np.testing.assert_allclose(pmp.coclustering(two, weights=[1e308, 1e308]).values,
+                               [[1, 0.5, 0], [0.5, 1, 0.5], [0, 0.5, 1]])
+    assert pmp.point_estimate(two, weights=[1e308, 1e308], random_seed=0).expected_loss > 0
+    w = np.exp([709.0, 709.0, 708.0])  # unnormalised importance weights
+    np.testing.assert_allclose(pmp.coclustering(DRAWS, weights=w).values,
+                               pmp.coclustering(DRAWS, weights=np.exp([1.0, 1.0, 0.0])).values, rtol=1e-12)
+    tiny = [5e-324, 5e-324, 1e-323]  # subnormal weights too
+    np.testing.assert_allclose(pmp.coclustering(DRAWS, weights=tiny).values,
+                               pmp.coclustering(DRAWS, weights=[1, 1, 2]).values, rtol=1e-12)
+    with pytest.raises(ValueError, match=r"NaN or infinite.*exp\(log_w - log_w.max\(\)\)"):
+        pmp.coclustering(DRAWS, weights=np.exp([710.0, 1.0, 1.0]))
+
+
 # --- settings --------------------------------------------------------------------------------------
 
 BAD_SETTINGS = [

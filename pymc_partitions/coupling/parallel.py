@@ -15,6 +15,8 @@ Faults, measured in ``tests/test_hostile_unbiased.py`` and described in ``docs/u
   ignore SIGINT and are terminated at once by the parent; queued tasks of other executors are
   cancelled (a Dask task already running cannot be stopped: its result is dropped). The finished
   pairs are returned with ``interrupted=True``. A second Ctrl-C raises KeyboardInterrupt at once.
+  An exception the pair's own code raises (SystemExit and KeyboardInterrupt included) fails that
+  pair only.
 * A **worker process that dies** costs only the pair it was running: a fresh process takes its
   place and the pair is run again, up to ``retries`` times, then reported failed. Pairs queued
   behind it are resubmitted and not blamed.
@@ -273,18 +275,33 @@ def _attempt(job, seed, pair_timeout=None, stop=None):
         return "done", job.run(seed, should_stop)
     except PairStopped as err:
         return ("stopped" if err.reason in (INTERRUPTED, DEADLINE) else "failed"), err.reason
-    except Exception as err:
-        if _is_interrupt(err):
-            raise KeyboardInterrupt from err
+    except SystemExit as err:  # sys.exit in h: that pair fails, the others go on (as in every mode)
+        return "failed", f"SystemExit raised inside the pair (code {err.code!r})"
+    except (Exception, KeyboardInterrupt) as err:
+        if _is_interrupt(err) and (stop is None or stop.forced()):
+            raise KeyboardInterrupt from err  # a second Ctrl-C: stop at once
+        if _is_interrupt(err):  # raised by the pair's own code: the first Ctrl-C only sets a flag
+            return "failed", f"KeyboardInterrupt raised inside the pair{_detail(err)}"
         return "failed", f"{type(err).__name__}: {err}"
+
+
+def _detail(err):
+    return f": {err}" if str(err) else ""
 
 
 class _Stop:
     """Why the pairs of a run that execute in the parent's process must stop: Ctrl-C (the
-    :class:`Interrupts` event), the time budget's deadline, or ``reason`` set by the driver."""
+    :class:`Interrupts` event), the time budget's deadline, or ``reason`` set by the driver.
+    ``guard``: the run's :class:`Interrupts`, which tells a second Ctrl-C (stop at once) from a
+    KeyboardInterrupt raised by a pair's own code (that pair fails)."""
 
-    def __init__(self, event, deadline):
-        self.event, self.deadline, self.reason = event, deadline, None
+    def __init__(self, event, deadline, guard=None):
+        self.event, self.deadline, self.reason, self.guard = event, deadline, None, guard
+
+    def forced(self):
+        """True for a KeyboardInterrupt that is a second Ctrl-C (the first one never raises while
+        the guard is installed, and without it SIGINT cannot raise in this run's pairs)."""
+        return self.guard is None or self.guard.forced
 
     def why(self):
         if self.reason:
@@ -591,7 +608,7 @@ class _Foreign:
                     self.report.worker_failures += 1
                     self.events.append((lane, key, "lost", f"{type(err).__name__}: {err}"))
                     continue
-                except KeyboardInterrupt:  # raised by a pair in a thread of this process
+                except KeyboardInterrupt:  # a second Ctrl-C reaching a pair in a thread of this process
                     raise
                 events.append((lane, key, kind, payload))
             events.extend(self.events)
@@ -734,7 +751,7 @@ def run_pairs(job: UnbiasedJob, n_pairs: int | None = None, random_seed=None, co
     guard = Interrupts() if own_interrupts else interrupts
     report = RunReport()
     start = time.perf_counter()
-    stop = _Stop(guard.event, None)
+    stop = _Stop(guard.event, None, guard)
     backend = None
     with guard if own_interrupts else nullcontext():
         try:

@@ -123,7 +123,6 @@ import inspect
 import json
 import os
 import shutil
-import uuid
 import warnings
 from collections.abc import Mapping
 from typing import Any
@@ -136,6 +135,8 @@ from pymc.step_methods.compound import Competence
 from pymc.util import get_random_generator
 
 from .._checks import boolean
+from .files import (append_checksum, refuse_non_regular, refuse_trailing_separator, remove_stale_temporaries,
+                    removed_on_sigterm, temporary_name, verify_checksum)
 
 __all__ = [
     "PYMC_MAJOR",
@@ -162,6 +163,8 @@ __all__ = [
     "get_random_generator",
     "is_datatree",
     "is_inferencedata",
+    "is_multitrace",
+    "not_a_result_hint",
     "posterior_dataset",
     "made_group",
     "group_names",
@@ -925,11 +928,28 @@ def is_inferencedata(obj: Any) -> bool:
     return isinstance(obj, _arviz().InferenceData)  # (PyMC 5 has imported ArviZ 0.x already)
 
 
+def is_multitrace(obj: Any) -> bool:
+    """True if ``obj`` is a ``pymc.backends.base.MultiTrace`` (``pm.sample(return_inferencedata=False)``)."""
+    from pymc.backends.base import MultiTrace  # noqa: PLC0415
+
+    return isinstance(obj, MultiTrace)
+
+
+def not_a_result_hint(obj: Any) -> str:
+    """What to do when ``obj`` was passed where a result is expected: for a MultiTrace, how to
+    convert it (the conversion needs the model, which the functions reading draws do not have);
+    otherwise nothing."""
+    if is_multitrace(obj):
+        return ("; that is the MultiTrace of pm.sample(return_inferencedata=False): convert it with "
+                "pm.to_inference_data(trace, model=model), or sample with return_inferencedata=True (the default)")
+    return ""
+
+
 def _check_result(result: Any) -> None:
     if not (is_datatree(result) or is_inferencedata(result)):
         raise TypeError(
             "expected an arviz.InferenceData or xarray.DataTree (the result of pm.sample), "
-            f"got {type(result).__name__}"
+            f"got {type(result).__name__}{not_a_result_hint(result)}"
         )
 
 
@@ -1162,7 +1182,6 @@ def _map_attrs(result, fn):
 
 # --- files ------------------------------------------------------------------------------------
 
-
 def save(result, path: str | os.PathLike, *, compress: bool = True) -> str:
     """Write a sampling result to a netCDF4 (HDF5) file with h5netcdf; return the path.
 
@@ -1171,8 +1190,16 @@ def save(result, path: str | os.PathLike, *, compress: bool = True) -> str:
     variable when ``compress``. An existing file is replaced.
 
     The file is written atomically: to a temporary file in the same directory, renamed over
-    ``path`` (``os.replace``) only once complete. A failure part-way leaves any previous file
-    intact and no partial file.
+    ``path`` (``os.replace``) only once complete. A failure part-way (an exception, Ctrl-C,
+    SIGTERM) leaves any previous file intact and no partial file; the temporary of a writer killed
+    outright (SIGKILL) is removed by the next save of the same path once it is certainly stale
+    (its process is gone, or it is a day old), never while its writer runs. A path ending with a
+    separator (``"x.nc/"``) is refused.
+
+    Every numeric variable is written with HDF5's Fletcher-32 checksum (``compress=False`` too),
+    and a SHA-256 of the whole file is appended after the HDF5 data (:func:`.files.append_checksum`;
+    HDF5 readers ignore it), so :func:`load` refuses a damaged file instead of returning other
+    values, before HDF5 parses a damaged byte.
 
     Attributes (of the root, the groups and the variables) that netCDF cannot store as they
     are -- bools, None, lists other than of two or more strings, tuples, dicts, arrays of other
@@ -1185,6 +1212,7 @@ def save(result, path: str | os.PathLike, *, compress: bool = True) -> str:
     _check_result(result)
     compress = boolean("compress", compress, owner="pmp.save")
     name = _path(path, "pmp.save")
+    refuse_trailing_separator(name, "pmp.save")
     target = os.path.realpath(name)  # write through a symbolic link, not over it
     if os.path.isdir(target):
         raise IsADirectoryError(f"pmp.save: {name!r} is a directory")
@@ -1194,12 +1222,15 @@ def save(result, path: str | os.PathLike, *, compress: bool = True) -> str:
     if not group_names(result):
         raise ValueError("pmp.save: the result has no groups; there is nothing to save")
     encoded = _map_attrs(result, _encode_attr)
-    temporary = os.path.join(directory, f".{os.path.basename(target)}.{uuid.uuid4().hex[:12]}.tmp")
+    remove_stale_temporaries(target)
+    temporary = temporary_name(target)
     try:
-        _write(encoded, temporary, compress)
-        if os.path.exists(target):
-            shutil.copymode(target, temporary)
-        os.replace(temporary, target)
+        with removed_on_sigterm(temporary):
+            _write(encoded, temporary, compress)
+            append_checksum(temporary)
+            if os.path.exists(target):
+                shutil.copymode(target, temporary)
+            os.replace(temporary, target)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.remove(temporary)
@@ -1208,21 +1239,37 @@ def save(result, path: str | os.PathLike, *, compress: bool = True) -> str:
 
 
 def _write(result, path: str, compress: bool) -> None:
+    """Write with h5netcdf, each variable encoded by :func:`_encoding`. InferenceData is written
+    as ``InferenceData.to_netcdf`` does (root attributes, then one netCDF group per group), with
+    the checksums its ``compress`` option cannot ask for."""
     if is_datatree(result):
-        encoding = None
-        if compress:
-            encoding = {}
-            for node in result.subtree:
-                enc = {
-                    name: {"zlib": True}
-                    for name, var in node.to_dataset(inherit=False).variables.items()
-                    if _compressible(var.dtype)
-                }
-                if enc:
-                    encoding[node.path] = enc
+        encoding = {node.path: enc for node in result.subtree
+                    if (enc := _encoding(node.to_dataset(inherit=False), compress))}
         result.to_netcdf(path, mode="w", engine="h5netcdf", encoding=encoding or None)
-    else:
-        result.to_netcdf(path, compress=compress, engine="h5netcdf")
+        return
+    mode = "w"
+    if result.attrs:
+        xr.Dataset(attrs=dict(result.attrs)).to_netcdf(path, mode=mode, engine="h5netcdf", group="/")
+        mode = "a"
+    for group in result.groups():
+        data = result[group]
+        data.to_netcdf(path, mode=mode, group=group, engine="h5netcdf", encoding=_encoding(data, compress))
+        mode = "a"
+
+
+def _encoding(ds: xr.Dataset, compress: bool) -> dict:
+    """Per variable: Fletcher-32 checksums for arrays of numbers, bools and times (HDF5 cannot
+    filter strings, and a scalar is not chunked), zlib when ``compress``."""
+    out = {}
+    for name, var in ds.variables.items():
+        enc = {}
+        if var.ndim >= 1 and var.dtype.kind in "biufmM":
+            enc["fletcher32"] = True
+        if compress and _compressible(var.dtype):
+            enc["zlib"] = True
+        if enc:
+            out[name] = enc
+    return out
 
 
 def _compressible(dtype) -> bool:
@@ -1240,8 +1287,9 @@ def _layout(path: str, name: str):
         with h5netcdf.File(path, "r") as f:
             groups = list(f.groups)
             return groups, list(f.variables), [g for g in groups if f.groups[g].groups]
-    except OSError as err:
-        raise ValueError(f"pmp.load: {name!r} {_NOT_NETCDF4} (truncated or damaged? {err})") from err
+    except Exception as err:  # h5py raises OSError, KeyError, ValueError, RuntimeError ... on damaged files
+        raise ValueError(f"pmp.load: {name!r} {_NOT_NETCDF4} (truncated or damaged? {type(err).__name__}: "
+                         f"{err})") from err
 
 
 def load(path: str | os.PathLike):
@@ -1253,20 +1301,27 @@ def load(path: str | os.PathLike):
     under both. Data are loaded eagerly and the file is closed, so it can be overwritten or
     deleted afterwards. Attributes :func:`save` wrote as JSON are decoded.
 
-    Raises ``FileNotFoundError`` for a missing file, ``IsADirectoryError`` for a directory and
-    ``ValueError`` for a file that is not a result: not netCDF4/HDF5 (truncated, damaged, or
-    something else), netCDF3 (which has no groups, so it cannot hold one), a netCDF4 file with
-    no groups (a single dataset: use ``xarray.open_dataset``), or, on PyMC 5, a file with data
-    InferenceData cannot hold (variables at the root, groups inside groups).
+    Raises ``FileNotFoundError`` for a missing file, ``IsADirectoryError`` for a directory (or a
+    path ending with a separator) and ``ValueError``, naming the path, for what is not a result:
+    a named pipe, device or socket (refused before it is opened, since reading one may block
+    forever), not netCDF4/HDF5 (truncated, damaged, or something else), damaged metadata or data
+    (data :func:`save` wrote carry checksums), netCDF3 (which has no groups, so it cannot hold
+    one), a netCDF4 file with no groups (a single dataset: use ``xarray.open_dataset``), or, on
+    PyMC 5, a file with data InferenceData cannot hold (variables at the root, groups inside groups).
     """
     import h5py  # noqa: PLC0415
 
     name = _path(path, "pmp.load")
+    refuse_trailing_separator(name, "pmp.load")
     if not os.path.exists(name):
         raise FileNotFoundError(f"pmp.load: no such file: {name!r}")
     if os.path.isdir(name):
         raise IsADirectoryError(f"pmp.load: {name!r} is a directory, not a netCDF4 file (a zarr store? "
                                 "pmp.load reads the netCDF4 files pmp.save writes)")
+    refuse_non_regular(name, "pmp.load")  # a FIFO would block the read below forever
+    if verify_checksum(name) is False:  # before HDF5 parses anything: damaged metadata can make it loop
+        raise ValueError(f"pmp.load: {name!r} is damaged: its bytes differ from what pmp.save wrote (the SHA-256 "
+                         "it wrote at the end of the file does not match)")
     with open(name, "rb") as fh:
         head = fh.read(4)
     if head[:3] == b"CDF" and head[3:] in (b"\x01", b"\x02", b"\x05"):
@@ -1293,11 +1348,15 @@ def load(path: str | os.PathLike):
             az = _arviz()
             with az.rc_context({"data.load": "eager"}):
                 result = az.from_netcdf(name, engine="h5netcdf")
-    except OSError as err:
-        raise ValueError(f"pmp.load: {name!r} {_NOT_NETCDF4} (damaged? {err})") from err
+    except Exception as err:  # damaged data fail their checksum (OSError); damaged metadata raise anything
+        raise ValueError(f"pmp.load: {name!r} is damaged: {type(err).__name__}: {err}") from err
     if not group_names(result):
         raise ValueError(f"pmp.load: {name!r} holds only empty groups {groups}")
-    return _map_attrs(result, _decode_attr)
+    try:
+        return _map_attrs(result, _decode_attr)
+    except Exception as err:  # an attribute pmp.save wrote as JSON, damaged
+        raise ValueError(f"pmp.load: {name!r} is damaged: an attribute cannot be decoded: {type(err).__name__}: "
+                         f"{err}") from err
 
 
 # ---------------------------------------------------------------------------------------

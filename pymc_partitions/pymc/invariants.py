@@ -19,7 +19,7 @@ import numpy as np
 import xarray as xr
 
 from .compat import (add_groups, concat_summaries, group_names, is_datatree, is_inferencedata, new_result,
-                     posterior_dataset, readable_summary)
+                     not_a_result_hint, posterior_dataset, readable_summary)
 from .distributions import INVARIANTS, invariant_names, is_partition
 from .results import PARTITIONS_ATTR, _labels, _names, _partition_names, _posterior, _variable_draws
 
@@ -52,7 +52,7 @@ def cluster_counts(labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def _check_result(result, owner):
     if not (is_datatree(result) or is_inferencedata(result)):
         raise TypeError(f"{owner}: expected a pm.sample result (arviz.InferenceData or xarray.DataTree), got "
-                        f"{type(result).__name__}")
+                        f"{type(result).__name__}{not_a_result_hint(result)}")
 
 
 def _log_joint(result, posterior) -> xr.DataArray | None:

@@ -7,7 +7,7 @@ import numpy as np
 
 from .._checks import boolean
 from ..summaries import CredibleBall, PointEstimate, labels_vector
-from .compat import group_names, posterior_dataset
+from .compat import group_names, not_a_result_hint, posterior_dataset
 from .summaries import CLUSTERING_GROUP, _is_result, _read, coclustering, point_estimate
 
 __all__ = ["plot_coclustering", "plot_n_clusters", "plot_clustering", "plot_credible_ball"]
@@ -197,6 +197,19 @@ def _draw_clustering(ax, x, labels, title, size, names):
     ax.set_title(title)
 
 
+def _refuse_results(owner, **arguments):
+    """A pm.sample result (or MultiTrace) where data or a clustering is expected: say which argument
+    it is and what to pass instead (these plots show one clustering on the data)."""
+    for name, value in arguments.items():
+        if _is_result(value) or not_a_result_hint(value):
+            expected = {"data": "the data (an array of points)", "ball": "the result of pmp.credible_ball",
+                        "estimate": "labels or a point estimate"}[name]
+            raise TypeError(f"{owner}: {name} is a pm.sample result ({type(value).__name__}), not {expected}. The call "
+                            f"is {owner}(data, {'ball' if 'ball' in arguments else 'estimate'}): e.g. {owner}(y, "
+                            + ("pmp.credible_ball(result, pmp.point_estimate(result)))" if "ball" in arguments else
+                               "pmp.point_estimate(result))") + f" with the fitted data y{not_a_result_hint(value)}")
+
+
 def plot_clustering(data, estimate, *, ax=None, title=None, size: float = 14.0, figsize=(5.0, 4.0)):
     """A clustering coloured on the data: a scatter plot for 2-d data (data with more columns are
     projected on their first two principal components, the axes say how much variance each
@@ -213,6 +226,7 @@ def plot_clustering(data, estimate, *, ax=None, title=None, size: float = 14.0, 
     'Point estimate: 2 clusters'
     """
     owner = "plot_clustering"
+    _refuse_results(owner, data=data, estimate=estimate)
     labels = estimate.labels if isinstance(estimate, PointEstimate) else labels_vector(
         estimate, what="estimate", owner=owner)
     x, names = _plot_data(data, labels.size, owner)
@@ -240,6 +254,7 @@ def plot_credible_ball(data, ball: CredibleBall, *, axes=None, size: float = 12.
     import matplotlib.pyplot as plt  # noqa: PLC0415
 
     owner = "plot_credible_ball"
+    _refuse_results(owner, data=data, ball=ball)
     if not isinstance(ball, CredibleBall):
         raise TypeError(f"{owner}: ball must be the result of pmp.credible_ball, got {type(ball).__name__}")
     x, names = _plot_data(data, ball.estimate.size, owner)
@@ -320,7 +335,7 @@ def plot_predictive_density(result_or_density, *, model=None, var_name=None, x=N
     else:
         if not _is_result(result_or_density):
             raise TypeError(f"{owner}: expected a pm.sample result or the Dataset of pmp.predictive_density, got "
-                            f"{type(result_or_density).__name__}")
+                            f"{type(result_or_density).__name__}{not_a_result_hint(result_or_density)}")
         read = _read_result(result_or_density, model, var_name, owner, draws)
         fitted = read[0]
         if len(fitted.names) != 1:

@@ -38,9 +38,9 @@ from ..families.kernels import BETA_BERNOULLI
 from ..families.predictive import replicate
 from ..predictive import join_log_probabilities, log_predictive_density
 from ..summaries import labels_vector
-from ..summaries.draws import _weights, canonical_rows
-from .compat import add_groups, ancestors, group_names, new_result, posterior_dataset
-from .distributions import check_data, is_partition, likelihood_names
+from ..summaries.draws import _weights, canonical_rows, scaled_weights
+from .compat import add_groups, ancestors, group_names, new_result, not_a_result_hint, posterior_dataset
+from .distributions import check_data, constant_value, is_partition, likelihood_names
 from .summaries import CLUSTERING_GROUP, _is_result, _partition_draws, point_estimate
 from .terms import ObservedData, PartitionTerms
 
@@ -90,7 +90,7 @@ class _Fitted:
     def __init__(self, model, var_name, result, owner):
         self.owner = owner
         self.name = _partition_name(model, var_name, owner)
-        terms = PartitionTerms(model, self.name)
+        terms = PartitionTerms(model, self.name, read_data=False)  # the data: from the result (below)
         if not terms.likelihoods:
             raise ValueError(f"{owner}: the partition {self.name!r} has no collapsed likelihood ({likelihood_names()}), "
                              "so there is nothing to predict")
@@ -110,11 +110,35 @@ class _Fitted:
         self._values = None
 
     def _data(self, model, rv, observed):
+        """The data the posterior was fitted to: the result's ``observed_data`` (whatever
+        ``pm.set_data`` has put in the model since); without that group, the model's current data.
+        Data fixed in the model (not ``pm.Data``) must equal the result's: else the result was not
+        sampled from this model, whose hyperparameters would be used with another model's draws."""
         binary = rv.owner.op.family_code == BETA_BERNOULLI
         dim = rv.owner.op.data_dim(rv)
-        if observed is not None and rv.name in observed:
-            return check_data(rv.name, observed[rv.name].values, self.n, binary=binary, dim=dim)
-        return ObservedData(model, rv, self.n).current()[0]
+        if observed is None:
+            try:
+                return ObservedData(model, rv, self.n).current()[0]
+            except ValueError as err:
+                raise ValueError(f"{self.owner}: the result has no observed_data group, so the model's current data "
+                                 f"are used, and {err}") from None
+        if rv.name not in observed:
+            raise ValueError(f"{self.owner}: the result's observed_data group has {list(observed.data_vars)} but not "
+                             f"the model's likelihood {rv.name!r}: was the result sampled from this model? Pass "
+                             "model= the model it was sampled from")
+        try:
+            fitted = check_data(rv.name, observed[rv.name].values, self.n, binary=binary, dim=dim)
+        except ValueError as err:
+            raise ValueError(f"{self.owner}: the result's observed_data: {err}") from None
+        expr = model.rvs_to_values[rv]
+        if not any(isinstance(v, SharedVariable) for v in ancestors([expr])):  # fixed data, not pm.Data
+            mine = np.asarray(constant_value(expr), dtype=np.float64)
+            if mine.size != fitted.size or not np.array_equal(mine.reshape(fitted.shape), fitted):
+                raise ValueError(f"{self.owner}: the model's observed data of {rv.name!r} differ from the result's "
+                                 "observed_data group: the result was not sampled from this model (whose "
+                                 "hyperparameters would be used with another model's draws). Pass model= the model "
+                                 "the result was sampled from")
+        return fitted
 
     def _compile(self, model, constant):
         """A function of the free random variables the hyperparameters depend on; pm.Data replaced
@@ -182,7 +206,7 @@ def _read_result(result, model, var_name, owner, draws=None):
     """(fitted, posterior, labels (S, n) canonical of the kept draws, flat indices, kept draw positions, source)."""
     if not _is_result(result):
         raise TypeError(f"{owner}: expected the result of pm.sample (arviz.InferenceData or xarray.DataTree), "
-                        f"got {type(result).__name__}")
+                        f"got {type(result).__name__}{not_a_result_hint(result)}")
     model = _model(model, owner)
     fitted = _Fitted(model, var_name, result, owner)
     values, source = _partition_draws(result, fitted.name, model, owner)
@@ -251,9 +275,7 @@ def _draw_weights(weights, shape, index, owner):
     w = _weights(weights, shape, owner)
     if w is None:
         return np.full(index.size, 1.0 / index.size)
-    w = w[index]
-    if not w.sum() > 0:
-        raise ValueError(f"{owner}: the weights of the draws used are all zero")
+    w = scaled_weights(w[index], owner, "the weights of the draws used are all zero")
     return w / w.sum()
 
 
@@ -418,6 +440,9 @@ def join_probabilities(result_or_labels, x, model=None, *, labels=None, var_name
         w = _draw_weights(weights, (source.chains.size, source.draws.size), index, owner)
         n_draws = draw_labels.shape[0]
     else:
+        if not_a_result_hint(result_or_labels):
+            raise TypeError(f"{owner}: expected a pm.sample result or a clustering's labels, got "
+                            f"{type(result_or_labels).__name__}{not_a_result_hint(result_or_labels)}")
         if labels is not None or draws is not None or weights is not None:
             raise ValueError(f"{owner}: labels=, draws= and weights= apply to pm.sample results; the first argument "
                              "here is already the clustering")

@@ -37,7 +37,7 @@ from ..summaries import (
 )
 from ..summaries.coclustering import check_items, check_matrix_size, check_pairs
 from ..summaries.estimate import DEFAULT_SEARCH_BYTES
-from .compat import add_groups, group_names, is_datatree, is_inferencedata
+from .compat import add_groups, group_names, is_datatree, is_inferencedata, not_a_result_hint
 from .results import _labels, _partition_names, _posterior, _variable_draws
 
 __all__ = ["coclustering", "point_estimate", "credible_ball", "partition_traces", "summarize_clustering",
@@ -109,6 +109,9 @@ def _read(result_or_draws, var_name, model, weights, owner, merge=False) -> tupl
     if _is_result(result_or_draws):
         values, source = _partition_draws(result_or_draws, var_name, model, owner)
         return label_draws(values, weights, merge=merge, owner=owner), source
+    if not_a_result_hint(result_or_draws):
+        raise TypeError(f"{owner}: expected a pm.sample result or an array of label draws, got "
+                        f"{type(result_or_draws).__name__}{not_a_result_hint(result_or_draws)}")
     if var_name is not None or model is not None:
         raise ValueError(f"{owner}: var_name and model apply to pm.sample results, not to arrays of draws")
     draws = label_draws(result_or_draws, weights, merge=merge, owner=owner)
@@ -337,7 +340,8 @@ def summarize_clustering(result, *, var_name=None, model=None, loss: str = "vi",
     owner = "summarize_clustering"
     if not _is_result(result):
         raise TypeError(f"{owner}: expected a pm.sample result (InferenceData or DataTree), got "
-                        f"{type(result).__name__}; for arrays of draws use point_estimate and credible_ball")
+                        f"{type(result).__name__}" + (not_a_result_hint(result) or
+                                                      "; for arrays of draws use point_estimate and credible_ball"))
     overwrite = boolean("overwrite", overwrite, owner=owner)
     if CLUSTERING_GROUP in group_names(result) and not overwrite:
         raise ValueError(f"{owner}: the result already has a {CLUSTERING_GROUP!r} group; pass overwrite=True")

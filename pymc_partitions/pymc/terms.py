@@ -72,9 +72,13 @@ class ObservedData:
 
 
 class PartitionTerms:
-    """Prior, collapsed likelihoods and hyperparameter values for one Partition variable."""
+    """Prior, collapsed likelihoods and hyperparameter values for one Partition variable.
 
-    def __init__(self, model, var):
+    ``read_data=False``: the likelihoods' current data are neither read nor checked (for readers
+    of a result, which take the data the posterior was fitted to from the result itself; then
+    :meth:`kernel_inputs` is not available)."""
+
+    def __init__(self, model, var, *, read_data: bool = True):
         rv = _resolve_rv(model, var)
         if not is_partition(rv):
             raise TypeError(f"{rv.name!r} is not a pmp.Partition variable")
@@ -96,7 +100,7 @@ class PartitionTerms:
         self._check_no_other_dependents(model, rv)
 
         self._ops = [obs.owner.op for obs in self.likelihoods]
-        self._data = [ObservedData(model, obs, self.n) for obs in self.likelihoods]
+        self._data = [ObservedData(model, obs, self.n) for obs in self.likelihoods] if read_data else None
         hyper = [alpha, discount] + [p for obs in self.likelihoods for p in obs.owner.inputs[3:]]
         self._n_hyper = [len(obs.owner.inputs) - 3 for obs in self.likelihoods]
         #: (alpha, discount, each likelihood's hyperparameters...) as model variables

@@ -226,7 +226,8 @@ def sample_unbiased(model=None, h=None, n_pairs: int | None = 100, coupling: str
         Seconds after which a running pair is stopped and reported ``failed: timeout after X s``.
         Checked between iterations everywhere; a pair stuck inside one iteration (e.g. in h) is
         stopped 0.5 s later by ending its worker process (the package's own processes only: a
-        thread or a Dask task cannot be stopped and is given up on instead).
+        thread cannot be stopped and is given up on instead; on Dask such a pair is not detected
+        and the call waits for it).
 
     Ctrl-C stops every mode within a fraction of a second and returns the finished pairs with
     attrs ``interrupted=1`` and ``interrupted_during`` ("pilot" or "main"); see

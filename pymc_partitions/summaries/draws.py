@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-__all__ = ["LabelDraws", "label_draws", "labels_vector", "canonical_rows"]
+__all__ = ["LabelDraws", "label_draws", "labels_vector", "canonical_rows", "scaled_weights"]
 
 _MAX_ITEMS = 2**31 - 1  # labels and positions are stored as int32
 _EXACT_FLOAT = 2.0**53  # larger floats are not exact integers
@@ -113,7 +113,13 @@ def labels_vector(labels, n: int | None = None, *, what: str = "labels", owner: 
     labels = getattr(labels, "labels", labels)
     if isinstance(labels, (str, bytes)) or labels is None:
         raise TypeError(f"{owner}: {what} must be a vector of integer labels, got {labels!r:.60}")
-    a = np.asarray(labels)
+    try:
+        a = np.asarray(labels)
+    except ValueError as err:  # ragged nested lists
+        raise ValueError(f"{owner}: {what} must be a vector of integer labels ({err})") from None
+    except Exception as err:  # objects numpy cannot read
+        raise TypeError(f"{owner}: {what} must be a vector of integer labels, got {type(labels).__name__} "
+                        f"({type(err).__name__}{': ' + str(err) if str(err) else ''})") from None
     if a.ndim != 1:
         raise ValueError(f"{owner}: {what} must be a 1-d vector of labels, got shape {a.shape}")
     if a.size == 0:
@@ -138,12 +144,21 @@ def _weights(weights, shape: tuple, owner: str) -> np.ndarray | None:
                          f"{f' or ({total},)' if len(shape) > 1 else ''}, got shape {w.shape}")
     w = w.astype(np.float64).reshape(-1)
     if not np.all(np.isfinite(w)):
-        raise ValueError(f"{owner}: weights hold NaN or infinite values")
+        raise ValueError(f"{owner}: weights hold NaN or infinite values (importance weights too large for floats? "
+                         "pass exp(log_w - log_w.max()))")
     if w.min() < 0:
         raise ValueError(f"{owner}: weights must be >= 0, got {w.min()}")
-    if not w.sum() > 0:
-        raise ValueError(f"{owner}: weights are all zero")
-    return w
+    return scaled_weights(w, owner)
+
+
+def scaled_weights(w: np.ndarray, owner: str, what: str = "weights are all zero") -> np.ndarray:
+    """Finite non-negative weights divided by their largest, so that their sum cannot overflow
+    (S weights sum to at most S): normalising ``[1e308, 1e308]`` or importance weights near
+    ``exp(709)`` by their sum directly would give inf and then zeros."""
+    top = w.max() if w.size else 0.0
+    if not top > 0:
+        raise ValueError(f"{owner}: {what}")
+    return w / top
 
 
 def label_draws(draws, weights=None, *, merge: bool = False, owner: str = "summaries") -> LabelDraws:
@@ -166,6 +181,9 @@ def label_draws(draws, weights=None, *, merge: bool = False, owner: str = "summa
         a = np.asarray(draws)
     except ValueError as err:  # ragged nested lists
         raise ValueError(f"{owner}: draws must be a rectangular array of labels ({err})") from None
+    except Exception as err:  # an object numpy cannot read (e.g. one raising NotImplementedError with no message)
+        raise TypeError(f"{owner}: draws must be an array of labels, got {type(draws).__name__} "
+                        f"({type(err).__name__}{': ' + str(err) if str(err) else ''})") from None
     if a.dtype == object:
         raise TypeError(f"{owner}: draws must be a rectangular array of integer labels, got dtype object")
     if a.ndim not in (2, 3):
