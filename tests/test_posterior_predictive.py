@@ -198,8 +198,9 @@ def _data_model(shape, fitted):
 
 
 def _model_state(model):
-    """What a forward draw must leave as it found it."""
-    point = model.initial_point()
+    """What a forward draw must leave as it found it (the initial point seeded: partitions start
+    from a random dispersed partition)."""
+    point = model.initial_point(0)
     return ([rv.name for rv in model.free_RVs], [rv.name for rv in model.observed_RVs],
             [rv.name for rv in model.basic_RVs], sorted(model.named_vars), float(model.compile_logp()(point)))
 
