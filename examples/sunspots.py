@@ -50,7 +50,7 @@ def build_model(y):
 def fit(model, draws=2000, tune=500, chains=2, seed=1):
     import pymc as pm
 
-    with model:  # pm.sample assigns CollapsedGibbs to z and EscobarWest to alpha
+    with model:  # pm.sample assigns GibbsSplitMerge to z and EscobarWest to alpha
         return pm.sample(draws=draws, tune=tune, chains=chains, cores=1, random_seed=seed, progressbar=False)
 
 

@@ -7,9 +7,10 @@ Partition priors (:class:`CRP`, :class:`PitmanYor`, :class:`FiniteDirichlet`), t
 ``az.loo``: :func:`pointwise_log_likelihood`, also filled in by ``pm.compute_log_likelihood``;
 :func:`loo`, ``az.loo`` with items whose Pareto tail is a single value handled exactly)
 and step methods for ``pm.sample``
-(:class:`CollapsedGibbs`, assigned automatically; the split-merge moves :class:`PGSM`,
-:class:`SAMS` and :class:`SplitMerge` (Jain-Neal) and the population step :class:`ARM` (adaptive
-reconfiguration moves across chains) to interleave with it; :class:`EscobarWest` and
+(:class:`GibbsSplitMerge`, collapsed Gibbs sweeps with split-merge moves, assigned automatically;
+:class:`CollapsedGibbs` alone; the split-merge moves :class:`PGSM`, :class:`SAMS` and
+:class:`SplitMerge` (Jain-Neal) and the population step :class:`ARM` (adaptive reconfiguration
+moves across chains) to interleave with Gibbs; :class:`EscobarWest` and
 :class:`PriorSlice` for prior parameters). Unbiased estimates from coupled chains: :func:`sample_unbiased`,
 :func:`summarize_unbiased`, with functions of the partition in :mod:`pymc_partitions.h`.
 Centered W2 diagnostics: :func:`w2_convergence` (warns with :class:`W2ConvergenceWarning` when the
@@ -35,7 +36,9 @@ from .pymc.distributions import DirichletCategorical, GammaPoisson
 from .pymc.loo import loo, pointwise_log_likelihood
 from . import h
 from .coupling.unbiased import suggest_k_m
-from .pymc.steps import PGSM, SAMS, CollapsedGibbs, EscobarWest, PriorSlice, SplitMerge, register as _register
+from .pymc.steps import PGSM, SAMS, CollapsedGibbs, EscobarWest, GibbsSplitMerge, PriorSlice, SplitMerge
+from .pymc.steps import register as _register
+from .pymc.numba_draws import register as _register_numba_draws
 from .pymc.arm_step import ARM
 from .diagnostics.convergence import W2ConvergenceWarning
 from .pymc.diagnostics import plot_w2_convergence, w2_bias, w2_convergence
@@ -62,6 +65,7 @@ __all__ = [
     "loo",
     "DirichletCategorical",
     "CollapsedGibbs",
+    "GibbsSplitMerge",
     "PGSM",
     "SAMS",
     "SplitMerge",
@@ -103,3 +107,4 @@ __all__ = [
 ]
 
 _register()
+_register_numba_draws()

@@ -30,15 +30,19 @@ import numba
 import numpy as np
 
 from . import _checks
-from ._numeric import draw_log_weights
+from ._numeric import draw_log_weights, log_rising, symbolic_log_rising
 from .partition import canonicalize
 
 __all__ = ["PartitionPrior", "CRP", "PitmanYor", "FiniteDirichlet", "UniformLabels", "PITMAN_YOR",
-           "FINITE_DIRICHLET", "UNIFORM_LABELS"]
+           "FINITE_DIRICHLET", "UNIFORM_LABELS", "valid_parameters"]
 
 PITMAN_YOR = 0
 FINITE_DIRICHLET = 1
 UNIFORM_LABELS = 2
+
+#: Largest number of components ``k`` of a finite prior: an int64 (PyMC's constant). The log EPPF
+#: stays accurate to about 1e-16 relative up to it (:func:`log_eppf_sizes`).
+MAX_K = 2**63 - 1
 
 
 # ----------------------------------------------------------------------------- compiled forms
@@ -92,7 +96,20 @@ def new_item_log_probabilities(code, params, sizes):
 
 @numba.njit(cache=True, error_model="numpy")
 def log_eppf_sizes(code, params, sizes):
-    """Log EPPF from the vector of (positive) block sizes."""
+    """Log EPPF from the vector of (positive) block sizes.
+
+    Written with rising factorials (:func:`~pymc_partitions._numeric.log_rising`) rather than
+    differences of lgammas, which cancel catastrophically when alpha, k or k alpha is large
+    (FiniteDirichlet at k = 1e18 lost every digit), and with alpha's powers collected, so that
+    alpha = 0 -- what a positive alpha below about 1e-308 underflows to -- gives the limit (one
+    block with probability 1) instead of NaN, and a Pitman-Yor discount = 1 (a discount rounded
+    up to 1) its limit (all singletons); see :func:`valid_parameters`:
+
+    * Pitman-Yor: ``sum_{i<K} log(alpha + i d) - log_rising(alpha + 1, n - 1) + sum_b log_rising(1 - d, |b| - 1)``
+    * finite Dirichlet: ``(K - 1) log alpha + log_rising(k - K + 1, K - 1) - log_rising(k alpha + 1, n - 1)
+      + sum_b log_rising(alpha + 1, |b| - 1)`` (the labelling factor k!/(k-K)! divided by the k of
+      Gamma(k alpha) = Gamma(k alpha + 1) / (k alpha))
+    * uniform labels: ``log_rising(k - K + 1, K) - n log k``."""
     alpha = params[0]
     d = params[1]
     n = 0
@@ -101,24 +118,24 @@ def log_eppf_sizes(code, params, sizes):
     if code == PITMAN_YOR:
         for b in range(n_blocks):
             n += sizes[b]
-            out += math.lgamma(sizes[b] - d) - math.lgamma(1.0 - d)
+            out += log_rising(1.0 - d, sizes[b] - 1.0)
         for i in range(1, n_blocks):
             out += math.log(alpha + i * d)
-        out -= math.lgamma(alpha + n) - math.lgamma(alpha + 1.0)
-        return out
+        return out - log_rising(alpha + 1.0, n - 1.0)
     k = params[2]
     if n_blocks > k:
         return -np.inf
     if code == UNIFORM_LABELS:
         for b in range(n_blocks):
             n += sizes[b]
-        return math.lgamma(k + 1.0) - math.lgamma(k - n_blocks + 1.0) - n * math.log(k)
+        return log_rising(k - n_blocks + 1.0, n_blocks) - n * math.log(k)
     for b in range(n_blocks):
         n += sizes[b]
-        out += math.lgamma(sizes[b] + alpha) - math.lgamma(alpha)
-    out += math.lgamma(k + 1.0) - math.lgamma(k - n_blocks + 1.0)
-    out += math.lgamma(k * alpha) - math.lgamma(k * alpha + n)
-    return out
+        out += log_rising(alpha + 1.0, sizes[b] - 1.0)
+    if n_blocks > 1:
+        out += (n_blocks - 1) * math.log(alpha)
+    out += log_rising(k - n_blocks + 1.0, n_blocks - 1.0)
+    return out - log_rising(k * alpha + 1.0, n - 1.0)
 
 
 @numba.njit(cache=True, error_model="numpy")
@@ -141,10 +158,27 @@ def sample_sequential(code, params, uniforms):
     return labels
 
 
+def valid_parameters(code, alpha, discount) -> bool:
+    """Whether the values (alpha, discount) of a random prior parameter lie in the support of the
+    prior ``code`` (Pitman-Yor 0 <= discount < 1 and alpha > -discount, finite Dirichlet alpha > 0)
+    or on the boundary a value inside rounds to in float64, whose limit law :func:`log_eppf_sizes`
+    gives: alpha = 0 where discount = 0 (a positive alpha below about 1e-308, e.g. drawn under a
+    vague Gamma prior; one block) and discount = 1 (a discount within 1e-16 of 1, e.g. under a
+    vague Beta prior; all singletons). Fixed parameters are checked strictly when the prior is made."""
+    alpha, discount = float(alpha), float(discount)
+    if not (math.isfinite(alpha) and math.isfinite(discount)):
+        return False
+    if code == PITMAN_YOR:
+        return 0.0 <= discount <= 1.0 and (alpha > -discount or (discount == 0.0 and alpha == 0.0))
+    return alpha >= 0.0
+
+
 def symbolic_log_eppf(code, sizes, n, alpha, discount, k):
     """PyTensor log EPPF; ``sizes`` has one entry per possible label (zeros are unused labels).
 
-    Differentiable in ``alpha`` and ``discount``; ``code`` and ``k`` are Python numbers.
+    Differentiable in ``alpha`` and ``discount``; ``code`` and ``k`` are Python numbers. The same
+    formulas as :func:`log_eppf_sizes` (no cancellation at large alpha, k or k alpha; alpha = 0
+    gives the one-block limit).
     """
     import pytensor.tensor as pt
 
@@ -155,18 +189,18 @@ def symbolic_log_eppf(code, sizes, n, alpha, discount, k):
     used = pt.gt(sizes, 0)
     n_used = pt.sum(used)
     if code == PITMAN_YOR:
-        body = pt.sum(pt.switch(used, pt.gammaln(pt.maximum(sizes, 1) - discount), 0.0))
-        body -= n_used * pt.gammaln(1.0 - discount)
+        body = pt.sum(pt.switch(used, symbolic_log_rising(1.0 - discount, pt.maximum(sizes, 1) - 1.0), 0.0))
         i = pt.arange(1, int(n), dtype="float64")
         body += pt.sum(pt.switch(pt.lt(i, n_used), pt.log(alpha + i * discount), 0.0))
-        return body - (pt.gammaln(alpha + n) - pt.gammaln(alpha + 1.0))
+        return body - symbolic_log_rising(alpha + 1.0, n - 1.0)
     k = np.float64(k)
     if code == UNIFORM_LABELS:
-        body = pt.gammaln(k + 1.0) - pt.gammaln(pt.maximum(k - n_used, 0) + 1.0) - n * np.log(k)
+        body = symbolic_log_rising(pt.maximum(k - n_used, 0) + 1.0, n_used) - n * np.log(k)
         return pt.switch(pt.gt(n_used, k), -np.inf, body)
-    body = pt.sum(pt.switch(used, pt.gammaln(sizes + alpha), 0.0)) - n_used * pt.gammaln(alpha)
-    body += pt.gammaln(k + 1.0) - pt.gammaln(pt.maximum(k - n_used, 0) + 1.0)
-    body += pt.gammaln(k * alpha) - pt.gammaln(k * alpha + n)
+    body = pt.sum(pt.switch(used, symbolic_log_rising(alpha + 1.0, pt.maximum(sizes, 1) - 1.0), 0.0))
+    body += pt.switch(pt.gt(n_used, 1), (n_used - 1) * pt.log(alpha), 0.0)
+    body += symbolic_log_rising(pt.maximum(k - n_used, 0) + 1.0, pt.maximum(n_used, 1) - 1.0)
+    body -= symbolic_log_rising(k * alpha + 1.0, n - 1.0)
     return pt.switch(pt.gt(n_used, k), -np.inf, body)
 
 
@@ -181,6 +215,9 @@ def _is_symbolic(x) -> bool:
 
 def _number(name, value, cls):
     if _is_symbolic(value):
+        shape = tuple(value.type.shape)
+        if len(shape) != 0:  # (the Partition takes one alpha and one discount; a batch would fail in PyTensor)
+            raise ValueError(f"{cls}: {name} must be a scalar, got a PyMC variable of shape {shape}")
         return value
     try:
         arr = np.asarray(value, dtype=float)
@@ -333,6 +370,10 @@ class FiniteDirichlet(PartitionPrior):
     def __init__(self, alpha, k):
         if isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 1:
             raise ValueError(f"FiniteDirichlet: k must be a positive integer, got k={k!r}")
+        if k > MAX_K:
+            raise ValueError(f"FiniteDirichlet: k must be at most 2^63 - 1 (an int64, as PyMC holds it), got k={k!r}. "
+                             "Its law with k * alpha fixed tends to pmp.CRP(k * alpha) as k grows (within about "
+                             "K^2 / k in log probability); use that")
         super().__init__(_number("alpha", alpha, "FiniteDirichlet"), 0.0, int(k))
         if not self.is_symbolic:
             self.validate(self.alpha, 0.0)
@@ -369,6 +410,8 @@ class UniformLabels(PartitionPrior):
     def __init__(self, k):
         if isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 1:
             raise ValueError(f"UniformLabels: k must be a positive integer, got k={k!r}")
+        if k > MAX_K:
+            raise ValueError(f"UniformLabels: k must be at most 2^63 - 1, got k={k!r}")
         super().__init__(1.0, 0.0, int(k))
 
     def validate(self, alpha, discount):
@@ -391,10 +434,10 @@ def log_join_set_weight(code, params, size, count):
     if count == 1:
         return log_join_weight(code, params, size)
     if code == PITMAN_YOR:
-        return math.lgamma(size + count - params[1]) - math.lgamma(size - params[1])
+        return log_rising(size - params[1], count)
     if code == UNIFORM_LABELS:
         return 0.0
-    return math.lgamma(size + count + params[0]) - math.lgamma(size + params[0])
+    return log_rising(size + params[0], count)
 
 
 @numba.njit(cache=True, error_model="numpy")

@@ -122,3 +122,61 @@ def mixed_log_eppf(make_prior, pdf, lo=0.0, hi=np.inf):
 def gamma_mixed_log_eppf(make_prior, shape, rate):
     """:func:`mixed_log_eppf` for a Gamma(shape, rate) prior on alpha."""
     return mixed_log_eppf(make_prior, lambda a: stats.gamma.pdf(a, shape, scale=1.0 / rate))
+
+
+def gamma_alpha_law(make_prior, shape, rate, n):
+    """A prior's alpha ~ Gamma(shape, rate) integrated out, exactly for every shape > 0 (vague
+    priors such as Gamma(1e-3, 1e-3) included, whose density is singular at 0), for CRP and finite
+    Dirichlet priors (``make_prior(alpha)``).
+
+    Returns ``(log_prior, log_cdf)``: ``log_prior(labels)`` is log p(partition) and
+    ``log_cdf(t, labels)`` is log P(log alpha <= t | partition). With K blocks the EPPF is
+    ``alpha^(K-1) g(alpha)``, g smooth and positive at 0, so alpha's conditional density is
+    ``alpha^(shape + K - 2) g(alpha) exp(-rate alpha)``: the singular power is integrated exactly by
+    quad's algebraic weight on [0, 1], the rest plainly. For t <= -30, ``int_0^{e^t}`` is
+    ``g(0) e^{t (shape + K - 1)} / (shape + K - 1)`` to a relative 1e-13 (g is flat there), so the
+    deep tail (alpha far below 1e-308) is exact in log space too.
+    """
+    from math import lgamma, log
+
+    cache = {}
+
+    def law(labels):
+        counts = np.bincount(labels)
+        sizes = tuple(sorted(counts[counts > 0]))
+        if sizes not in cache:
+            canon = np.repeat(np.arange(len(sizes)), sizes)
+            k = len(sizes)
+            power = shape + k - 2.0
+
+            def g(x):  # EPPF / alpha^(K-1), times the Gamma density's exp(-rate x); smooth, so g(0) = g(1e-300)
+                x = max(x, 1e-300)
+                return np.exp(make_prior(x).log_eppf(canon) - (k - 1) * np.log(x) - rate * x)
+
+            def mass(upper):
+                opts = dict(epsabs=0, epsrel=1e-12, limit=200)
+                if upper <= 1.0:
+                    return integrate.quad(g, 0.0, upper, weight="alg", wvar=(power, 0.0), **opts)[0]
+                return (integrate.quad(g, 0.0, 1.0, weight="alg", wvar=(power, 0.0), **opts)[0]
+                        + integrate.quad(lambda x: x**power * g(x), 1.0, upper, **opts)[0])
+
+            total = mass(np.inf)
+            if total == 0.0:  # impossible under the prior (a finite Dirichlet's K > k)
+                cache[sizes] = (-np.inf, None, 0.0, -np.inf, 1.0)
+                return cache[sizes]
+            cache[sizes] = (shape * log(rate) - lgamma(shape) + log(total), mass, total,
+                            log(g(1e-300)) - log(total), shape + k - 1.0)
+        return cache[sizes]
+
+    def log_prior(labels):
+        return law(labels)[0]
+
+    def log_cdf(t, labels):
+        _, mass, total, log_g0, e = law(labels)
+        if total == 0.0:
+            return -np.inf
+        if t <= -30.0:
+            return log_g0 + e * t - log(e)
+        return log(mass(np.exp(t))) - log(total)
+
+    return log_prior, log_cdf

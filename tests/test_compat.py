@@ -159,3 +159,34 @@ def test_rng_protocol():
     compat.setup_chain(s, 1, tune=3, draws=4)
     assert s.resets[-1] == (3, 4)
     assert s.rng.random() == a  # same seed -> same stream
+
+
+def test_the_entry_point_guards_are_in_place_and_fail_safe(monkeypatch):
+    """The wrappers of PyMC functions that refuse partitions (compat differences 10-12) are installed,
+    wrap PyMC's own functions with the parameters they rely on, and are looked up where PyMC calls
+    them: this fails if PyMC renames or moves one of them. A function that changed is left alone
+    (the guard reports False)."""
+    import inspect  # noqa: PLC0415
+
+    import pymc.sampling.mcmc as mcmc  # noqa: PLC0415
+    import pymc.smc.sampling as smc_sampling  # noqa: PLC0415
+    import pymc.tuning.starting as starting  # noqa: PLC0415
+    from pymc.smc.kernels import SMC_KERNEL  # noqa: PLC0415
+
+    assert compat.guard_step_assignment() and compat.guard_smc() and compat.guard_find_map()  # idempotent
+    assign = mcmc.assign_step_methods
+    assert assign._pmp_guard and not getattr(assign.__wrapped__, "_pmp_guard", False)
+    assert list(inspect.signature(assign.__wrapped__).parameters)[:2] == ["model", "step"]
+    assert "assign_step_methods" in mcmc.sample.__code__.co_names  # pm.sample looks it up at call time
+    init = SMC_KERNEL.__init__
+    assert init._pmp_guard and "model" in inspect.signature(init.__wrapped__).parameters
+    assert "kernel" in inspect.signature(smc_sampling.sample_smc).parameters
+    assert pm.find_MAP is starting.find_MAP and pm.find_MAP._pmp_guard
+    find_map_params = set(inspect.signature(pm.find_MAP.__wrapped__).parameters)
+    assert {"vars", "model"} <= find_map_params and ("start" if compat.PYMC_MAJOR < 6 else "initvals") in find_map_params
+
+    def renamed(mdl, steps=None, methods=None):  # a PyMC whose function changed
+        raise AssertionError("not to be called")
+
+    monkeypatch.setattr(mcmc, "assign_step_methods", renamed)
+    assert compat.guard_step_assignment() is False and mcmc.assign_step_methods is renamed

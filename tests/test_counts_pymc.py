@@ -1,8 +1,10 @@
-"""pmp.GammaPoisson and pmp.DirichletCategorical in PyMC: pm.sample (CollapsedGibbs assigned
+"""pmp.GammaPoisson and pmp.DirichletCategorical in PyMC: pm.sample (GibbsSplitMerge assigned
 automatically; with PGSM, SAMS, SplitMerge, ARM) reproduces the exact posterior by enumeration for
 every prior, and rejects the posterior of a perturbed prior and of a perturbed likelihood (power);
 random hyperparameters (NUTS) give the exact marginal; the PyMC logp equals the kernels' log joint;
 bad arguments and data are refused by name; prior and posterior predictive draws work."""
+
+import math
 
 import numpy as np
 import pymc as pm
@@ -11,6 +13,7 @@ from scipy import integrate, stats
 
 import pymc_partitions as pmp
 from enumeration import check_against, exact_posterior, frequencies, total_variation, tv_tolerance
+from limits import CHILD_PYTHON_TIMEOUT
 from models import categories, counts
 from pymc_partitions.partition import enumerate_partitions
 from pymc_partitions.pymc.compat import posterior_dataset
@@ -56,7 +59,7 @@ def test_pm_sample_matches_enumeration(prior, family):
     n = 6
     with pm.Model() as model:
         add_likelihood(family, pmp.Partition("z", prior, n=n), n)
-        idata = pm.sample(draws=8000, random_seed=11, **SAMPLE)  # CollapsedGibbs assigned automatically
+        idata = pm.sample(draws=8000, random_seed=11, **SAMPLE)  # GibbsSplitMerge assigned automatically
     _check(model, idata, prior, family, n)
 
 
@@ -324,7 +327,7 @@ def test_sunspot_example():
     except ImportError:
         return
     proc = subprocess.run([sys.executable, str(root / "examples" / "sunspots.py"), "--draws", "200"], cwd=root,
-                          capture_output=True, text=True, timeout=600, env=_env_with(root))
+                          capture_output=True, text=True, timeout=CHILD_PYTHON_TIMEOUT, env=_env_with(root))
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "posterior of the number of clusters K" in proc.stdout and "fitted density" in proc.stdout
 
@@ -335,3 +338,97 @@ def _env_with(root):
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(root)] + [p for p in [env.get("PYTHONPATH")] if p])
     return env
+
+
+def _gamma_poisson_reference(y, labels, alpha=1.0, beta=1.0, crp_alpha=1.0):
+    """log p(labels) + log p(y | labels) for a CRP prior and a one-column GammaPoisson, in Python
+    floats from ``math.lgamma`` (independent of the package and of PyTensor)."""
+    y = [int(v) for v in np.ravel(y)]
+    blocks = {}
+    for item, label in enumerate(labels):
+        blocks.setdefault(int(label), []).append(y[item])
+    n = len(y)
+    out = len(blocks) * math.log(crp_alpha) + math.lgamma(crp_alpha) - math.lgamma(crp_alpha + n)
+    for block in blocks.values():
+        s, m = sum(block), len(block)
+        out += math.lgamma(m)  # the EPPF's (m - 1)!
+        out += alpha * math.log(beta) - math.lgamma(alpha) + math.lgamma(alpha + s) - (alpha + s) * math.log(beta + m)
+        out -= sum(math.lgamma(v + 1) for v in block)
+    return out
+
+
+@pytest.mark.parametrize("big", [5_000_000_000, 3_000_000_000, 2**31, 10**14])
+def test_counts_of_2_to_the_31_and_more_are_kept_exactly(big):
+    """PyMC stores signed integer data as int32 (2^31 and more wrapped modulo 2^32): the logp, the
+    Gibbs log joint, the step's statistics and the observed_data group all use the true counts."""
+    y = np.array([big, big, 3, 4, 5])
+    with pm.Model() as model:
+        z = pmp.Partition("z", pmp.CRP(1.0), n=5)
+        pmp.GammaPoisson("y", partition=z, observed=y)
+    logp = model.compile_logp()
+    terms = PartitionTerms(model, model["z"])
+    for labels in ([0, 0, 1, 1, 1], [0, 1, 2, 2, 2], [0, 0, 0, 0, 0]):
+        exact = _gamma_poisson_reference(y, labels)
+        assert logp({"z": np.array(labels)}) == pytest.approx(exact, rel=1e-12, abs=1e-6)
+        params, pack = terms.kernel_inputs(model.initial_point())
+        assert log_joint(np.array(labels), pack, terms.prior_code, params) == pytest.approx(exact, rel=1e-12, abs=1e-6)
+    with model:
+        idata = pm.sample(draws=5, tune=0, chains=1, random_seed=1, progressbar=False, compute_convergence_checks=False)
+    np.testing.assert_array_equal(posterior_dataset(idata, "observed_data")["y"].values.ravel(), y)
+    zs = posterior_dataset(idata)["z"].values[0]
+    lj = posterior_dataset(idata, "sample_stats")["log_joint"].values[0]
+    for labels, value in zip(zs, lj):
+        assert value == pytest.approx(_gamma_poisson_reference(y, labels), rel=1e-12, abs=1e-6)
+
+
+def test_integer_data_of_every_family_reach_the_model_unchanged():
+    """Counts, categories, 0/1 data and edge lists all go to PyMC as uint64 (which its conversion
+    of observed data leaves alone); should a PyMC convert them otherwise, the model refuses to be
+    built instead of holding other numbers."""
+    import pymc.model.core as core  # noqa: PLC0415
+
+    cats, n_cat = categories(6)
+    with pm.Model():
+        z = pmp.Partition("z", pmp.CRP(1.0), n=6)
+        made = [pmp.GammaPoisson("y", partition=z, observed=counts(6) * 10**9),
+                pmp.DirichletCategorical("c", partition=z, n_categories=n_cat, observed=cats),
+                pmp.BetaBernoulli("b", partition=z, observed=cats[:, 1]),
+                pmp.BetaBernoulliNetwork("A", partition=z, observed=np.array([[0, 1], [2, 5]]))]
+    for rv, given in zip(made, (counts(6) * 10**9, cats, cats[:, 1:], [[0, 1], [2, 5]])):
+        stored = rv.tag.observations.data
+        assert stored.dtype == np.int64
+        np.testing.assert_array_equal(stored, given)
+
+    original = core.convert_observed_data
+
+    def wrapping(data):  # what PyMC does to signed integers, applied to unsigned ones as well
+        out = original(data)
+        return out.astype(np.int32) if getattr(out, "dtype", None) == np.uint64 else out
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(core, "convert_observed_data", wrapping)
+        with pm.Model():
+            z = pmp.Partition("z", pmp.CRP(1.0), n=5)
+            pmp.GammaPoisson("small", partition=z, observed=[1, 2, 3, 4, 5])  # same values in int32: accepted
+            with pytest.raises(NotImplementedError, match="'y'.*stored the observed integers differently"):
+                pmp.GammaPoisson("y", partition=z, observed=[5_000_000_000, 1, 2, 3, 4])
+
+
+def test_counts_beyond_2_to_the_52_and_wrapped_pm_data_are_refused_clearly():
+    with pm.Model():
+        z = pmp.Partition("z", pmp.CRP(1.0), n=5)
+        for big in (np.array([2**63 + 10, 3, 4, 5, 6], np.uint64), np.array([2.0**53, 3, 4, 5, 6]),
+                    np.array([2**52 + 1, 3, 4, 5, 6])):
+            with pytest.raises(ValueError, match=r"'y': observed counts must be at most 2\^52"):
+                pmp.GammaPoisson("y", partition=z, observed=big)
+        pmp.GammaPoisson("ok", partition=z, observed=np.array([2**51, 3, 4, 5, 6]))
+        data = pm.Data("d", np.array([3_000_000_000, 3, 4, 5, 6]))  # PyMC wraps it to a negative int32
+        with pytest.raises(ValueError, match="'y': observed counts must be non-negative.*pm.Data.*float64"):
+            pmp.GammaPoisson("y", partition=z, observed=data)
+        floats = pm.Data("f", np.array([3e9, 3, 4, 5, 6]))  # the documented remedy: exact
+        pmp.GammaPoisson("y", partition=z, observed=floats)
+    with pytest.raises(ValueError, match=r"GAMMA_POISSON: counts must be at most 2\^52"):
+        from pymc_partitions.families import kernels  # noqa: PLC0415
+
+        kernels.FamilyPack.build([(kernels.GAMMA_POISSON, np.array([[2.0**63], [1.0]]),
+                                   kernels.gamma_poisson_hyper(1.0, 1.0, 1))])

@@ -13,6 +13,10 @@ from pymc_partitions import datasets
         (datasets.load_faithful, (272, 2), np.float64),
         (datasets.load_gene, (200, 50), np.float64),
         (datasets.load_karate, (78, 2), np.int64),
+        (datasets.load_wine, (178, 13), np.float64),
+        (datasets.load_wine_classes, (178,), np.int64),
+        (datasets.load_iris, (150, 4), np.float64),
+        (datasets.load_iris_classes, (150,), np.int64),
     ],
 )
 def test_shape_dtype_finite(loader, shape, dtype):
@@ -65,6 +69,26 @@ def test_karate_factions():
     assert f[0] == 0 and f[33] == 1  # the instructor and the administrator lead the two factions
     e = datasets.load_karate()
     assert np.mean(f[e[:, 0]] == f[e[:, 1]]) > 0.8  # most friendships inside a faction
+
+
+def test_wine_known_values():
+    x, c = datasets.load_wine(), datasets.load_wine_classes()
+    np.testing.assert_array_equal(x[0], [14.23, 1.71, 2.43, 15.6, 127, 2.8, 3.06, 0.28, 2.29, 5.64, 1.04, 3.92, 1065])
+    np.testing.assert_array_equal(x[-1], [14.13, 4.1, 2.74, 24.5, 96, 2.05, 0.76, 0.56, 1.35, 9.2, 0.61, 1.6, 560])
+    assert np.bincount(c).tolist() == [59, 71, 48]
+    assert np.all(np.diff(c) >= 0)  # sorted by cultivar, as UCI ships them
+    np.testing.assert_allclose(x.mean(axis=0)[[0, 4, 12]], [13.0006, 99.7416, 746.8933], atol=1e-4)  # UCI's summary
+
+
+def test_iris_known_values():
+    x, c = datasets.load_iris(), datasets.load_iris_classes()
+    np.testing.assert_array_equal(x[0], [5.1, 3.5, 1.4, 0.2])
+    np.testing.assert_array_equal(x[34], [4.9, 3.1, 1.5, 0.2])  # Fisher's values (UCI's file: 4.9, 3.1, 1.5, 0.1)
+    np.testing.assert_array_equal(x[37], [4.9, 3.6, 1.4, 0.1])  # (UCI's file: 4.9, 3.1, 1.5, 0.1)
+    assert np.bincount(c).tolist() == [50, 50, 50]
+    np.testing.assert_allclose(x.mean(axis=0), [5.8433, 3.0573, 3.758, 1.1993], atol=1e-4)
+    # setosa is separated from the other two by petal length
+    assert x[c == 0, 2].max() < x[c != 0, 2].min()
 
 
 def test_fresh_copies():

@@ -140,8 +140,11 @@ def test_other_terms_depending_on_partition_are_refused():
         z = pmp.Partition("z", pmp.CRP(1.0), n=6)
         pmp.NormalNormal("y", partition=z, observed=Y)
         pm.Normal("w", mu=z.astype("float64"), sigma=1.0, observed=np.zeros(6))
-        with pytest.raises(ValueError, match="'w' depends on the partition 'z'"):
+        with pytest.raises(ValueError, match="'w' depends on the partition 'z'") as err:
             pmp.CollapsedGibbs([z])
+    for name in ("NormalNormal", "NormalInverseWishart", "BetaBernoulli", "BetaBernoulliNetwork", "GammaPoisson",
+                 "DirichletCategorical"):  # every family is listed (the list is derived, not written by hand)
+        assert f"pmp.{name}," in str(err.value) or f"pmp.{name} " in str(err.value)
 
 
 def test_step_argument_errors():
@@ -182,3 +185,97 @@ def test_random_alpha_outside_support_gives_minus_inf_logp():
     f = model.compile_logp(vars=[model["z"]])
     assert f({"alpha": -0.5, "z": np.zeros(4, int)}) == -np.inf
     assert np.isfinite(f({"alpha": 0.5, "z": np.zeros(4, int)}))
+
+
+def test_hyperparameters_as_pymc_variables_of_the_wrong_shape():
+    """Named like a numpy value of the wrong shape, not a raw PyTensor message: for every family's
+    vector, scalar and matrix hyperparameters and every prior's parameters."""
+    import pytensor.tensor as pt  # noqa: PLC0415
+
+    counts, cats = np.ones((6, 2)), np.zeros((6, 2), np.int64)
+    with pm.Model():
+        z = pmp.Partition("z", pmp.CRP(1.0), n=6)
+        bad = [
+            (lambda: pmp.NormalNormal("y", partition=z, sigma=pm.HalfNormal("s", shape=3), observed=Y),
+             "'y': sigma must be a scalar or have length D=2, got a PyMC variable of shape \\(3,\\)"),
+            (lambda: pmp.NormalNormal("y", partition=z, mu0=pm.Normal("m", shape=(2, 2)), observed=Y),
+             "'y': mu0 must be a scalar or have length D=2, got a PyMC variable of shape \\(2, 2\\)"),
+            (lambda: pmp.NormalNormal("y", partition=z, cov0=np.eye(2), cov=pt.eye(3) * pm.HalfNormal("c"), observed=Y),
+             "'y': cov must be a 2x2 matrix, got a PyMC variable of shape \\(3, 3\\)"),
+            (lambda: pmp.NormalInverseWishart("y", partition=z, kappa0=pm.HalfNormal("k", shape=2), observed=Y),
+             "'y': kappa0 must be a scalar, got a PyMC variable of shape \\(2,\\)"),
+            (lambda: pmp.NormalInverseWishart("y", partition=z, scale0=pt.eye(3) * pm.HalfNormal("sc"), observed=Y),
+             "'y': scale0 must be a 2x2 matrix"),
+            (lambda: pmp.BetaBernoulli("y", partition=z, b=pm.HalfNormal("b", shape=3), observed=Y > 0),
+             "'y': b must be a scalar or have length D=2"),
+            (lambda: pmp.BetaBernoulliNetwork("y", partition=z, a=pm.HalfNormal("a", shape=2), observed=[[0, 1]]),
+             "'y': a must be a scalar, got a PyMC variable of shape \\(2,\\)"),
+            (lambda: pmp.GammaPoisson("y", partition=z, beta=pm.HalfNormal("g", shape=4), observed=counts),
+             "'y': beta must be a scalar or have length D=2"),
+            (lambda: pmp.DirichletCategorical("y", partition=z, a=pm.HalfNormal("d", shape=(3, 5)), n_categories=[2, 3],
+                                              observed=cats), "'y': a must be a scalar, a length-3 vector or \\(2, 3\\)"),
+        ]
+        for make, match in bad:
+            with pytest.raises(ValueError, match=match):
+                make()
+        # shapes that do broadcast are accepted: a scalar, a length-1 or length-D vector, a (1, C) matrix
+        pmp.NormalNormal("ok1", partition=z, sigma=pm.HalfNormal("s1", shape=1), sigma0=pm.HalfNormal("s2", shape=2),
+                         observed=Y)
+        pmp.DirichletCategorical("ok2", partition=z, a=pm.HalfNormal("d1", shape=(1, 3)), n_categories=[2, 3],
+                                 observed=cats)
+        coords_a = pm.Data("a_by_dim", np.ones(2))  # a shape known only by evaluation
+        pmp.GammaPoisson("ok3", partition=z, alpha=coords_a, observed=counts)
+    for make, match in [(lambda a: pmp.CRP(a), "CRP: alpha"), (lambda a: pmp.PitmanYor(1.0, a), "PitmanYor: discount"),
+                        (lambda a: pmp.PitmanYor(a, 0.5), "PitmanYor: alpha"),
+                        (lambda a: pmp.FiniteDirichlet(a, 3), "FiniteDirichlet: alpha")]:
+        with pm.Model():
+            with pytest.raises(ValueError, match=match + " must be a scalar, got a PyMC variable of shape \\(2,\\)"):
+                make(pm.Beta("a", 1.0, 1.0, shape=2))
+
+
+def test_ragged_and_missing_observed_values():
+    """A ragged list is named as such (numpy said "setting an array element with a sequence");
+    pandas' nullable dtypes (Float64, Int64, boolean) are read when nothing is missing, and pd.NA
+    / None / NaN are refused as missing values, for every family."""
+    import pandas as pd  # noqa: PLC0415
+
+    ragged = [[1.0, 2.0], [1.0]] + [[1.0, 2.0]] * 4
+    frame = pd.DataFrame(Y, columns=["a", "b"]).astype("Float64")
+    holed = frame.copy()
+    holed.iloc[1, 0] = pd.NA
+    ints = pd.Series([1, 2, 3, 4, 5, 6], dtype="Int64")
+    with pm.Model() as model:
+        z = pmp.Partition("z", pmp.CRP(1.0), n=6)
+        with pytest.raises(ValueError, match="'y': observed must be a rectangular array of numbers, got a ragged"):
+            pmp.NormalNormal("y", partition=z, observed=ragged)
+        for make in (pmp.NormalNormal, pmp.NormalInverseWishart):
+            with pytest.raises(ValueError, match="'y': observed has 1 missing values .*pd.NA.*leave those items out"):
+                make("y", partition=z, observed=holed)
+        with pytest.raises(ValueError, match="'y': observed has 1 missing values"):
+            pmp.GammaPoisson("y", partition=z, observed=pd.Series([1, None, 3, 4, 5, 6], dtype="Int64"))
+        with pytest.raises(ValueError, match="'y': observed has 1 missing values"):
+            pmp.BetaBernoulli("y", partition=z, observed=pd.Series([1, 0, pd.NA, 1, 0, 1], dtype="boolean"))
+        with pytest.raises(ValueError, match="'y': observed has 1 missing values"):
+            pmp.DirichletCategorical("y", partition=z, observed=pd.Series([1, 0, pd.NA, 1, 0, 1], dtype="Int64"))
+        pmp.NormalNormal("y1", partition=z, observed=frame)
+        pmp.GammaPoisson("y2", partition=z, observed=ints)
+        pmp.BetaBernoulli("y3", partition=z, observed=pd.DataFrame(Y > 0).astype("boolean"))
+        pmp.DirichletCategorical("y4", partition=z, observed=ints - 1)
+    with pm.Model() as plain:
+        z = pmp.Partition("z", pmp.CRP(1.0), n=6)
+        pmp.NormalNormal("y1", partition=z, observed=Y)
+        pmp.GammaPoisson("y2", partition=z, observed=np.arange(1, 7))
+        pmp.BetaBernoulli("y3", partition=z, observed=(Y > 0).astype(int))
+        pmp.DirichletCategorical("y4", partition=z, observed=np.arange(6))
+    labels = {"z": np.array([0, 0, 1, 1, 2, 0])}
+    assert model.compile_logp()(labels) == pytest.approx(plain.compile_logp()(labels), rel=1e-12)
+
+
+def test_split_merge_steps_on_one_item_say_the_partition_is_too_small():
+    with pm.Model():
+        z = pmp.Partition("z", pmp.CRP(1.0), n=1)
+        pmp.NormalNormal("y", partition=z, observed=[0.3])
+        for cls in (pmp.PGSM, pmp.SAMS, pmp.SplitMerge, pmp.ARM):
+            with pytest.raises(ValueError, match=f"{cls.__name__}: the partition 'z' has 1 item, too few for its moves"):
+                cls([z])
+        pmp.CollapsedGibbs([z])  # one partition: nothing to do, and nothing wrong

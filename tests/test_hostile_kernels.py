@@ -25,10 +25,11 @@ from pymc_partitions.families.transforms import whiten_full_normal
 from pymc_partitions.partition import bell_number, canonicalize, canonicalize_into, enumerate_partitions
 from pymc_partitions.partition import mirkin_distance
 from pymc_partitions.priors import CRP, UniformLabels
-from pymc_partitions.samplers.concentration import escobar_west
+from pymc_partitions.samplers.concentration import escobar_west, escobar_west_log
 from pymc_partitions.samplers.gibbs import GibbsKernel, gibbs_sweeps, log_joint
 from pymc_partitions.samplers.pgsm import (InformedAnchors, PGSMKernel, _exp_weights, conditional_path, pgsm_move,
                                            pgsm_random_numbers)
+from pymc_partitions.samplers.gibbs_sams import GibbsSAMSKernel
 from pymc_partitions.samplers.sams import SAMSKernel, sams_move
 
 PRIOR = CRP(1.0)
@@ -223,6 +224,9 @@ def test_nan_log_weights_inside_every_kernel_raise():
     with pytest.raises(ValueError, match=match):
         for _ in range(20):  # a merge proposal may not draw: loop until a split draws
             SAMSKernel(pack, PRIOR.code, PRIOR.kernel_params()).step(np.zeros(N, np.int64), rng)
+    for moves in (0, 3):  # the sweep, and a split move before it
+        with pytest.raises(ValueError, match=match):
+            GibbsSAMSKernel(pack, PRIOR.code, PRIOR.kernel_params(), moves=moves).step(np.zeros(N, np.int64), rng)
     kernel = GibbsSweeps(pack, PRIOR.code, PRIOR.kernel_params(), "ot")
     x, y = kernel.start(labels), kernel.start(np.zeros(N, np.int64))
     with pytest.raises(ValueError, match=match):
@@ -305,7 +309,7 @@ def test_log_joint_and_gibbs_kernel_arguments():
     (dict(threshold=0.0), ValueError, "threshold must be a finite number > 0.0 and < 1.0"),
     (dict(adapt_iterations=-1), ValueError, "adapt_iterations must be an integer >= 0"),
     (dict(adapt_iterations=2.5), ValueError, "adapt_iterations must be an integer"),
-    (dict(prior_params=[0.0, 0.0, 0.0]), ValueError, "PGSMKernel: invalid prior parameters"),
+    (dict(prior_params=[-1e-9, 0.0, 0.0]), ValueError, "PGSMKernel: invalid prior parameters"),
 ])
 def test_pgsm_kernel_settings(kwargs, exc, match):
     args = dict(pack=diag_pack(), prior_code=PRIOR.code, prior_params=PRIOR.kernel_params())
@@ -435,7 +439,8 @@ def test_colouring_and_concentration_arguments():
         greedy_colouring(cycle, order=[0, 0, 1, 2, 3])
     assert isinstance(UniformLabels(3), UniformLabels)
     rng = np.random.default_rng(0)
-    for args, match in (((0.0, 2, 10, 1.0, 1.0), "alpha must be a finite number > 0"),
+    for args, match in (((-1.0, 2, 10, 1.0, 1.0), "alpha must be a finite number >= 0"),
+                        ((np.inf, 2, 10, 1.0, 1.0), "alpha must be a finite number >= 0"),
                         ((1.0, 11, 10, 1.0, 1.0), "n_clusters must be an integer >= 1 and <= 10"),
                         ((1.0, 2, 10, 1.0, -1.0), "rate must be a finite number > 0"),
                         ((1.0, 2, 2.5, 1.0, 1.0), "n must be an integer")):
@@ -443,3 +448,9 @@ def test_colouring_and_concentration_arguments():
             escobar_west(*args, rng)
     with pytest.raises(TypeError, match="escobar_west: rng must be a numpy Generator"):
         escobar_west(1.0, 2, 10, 1.0, 1.0, 0)
+    for bad, err in ((np.nan, ValueError), (np.inf, ValueError), (710.0, ValueError), ("1.0", TypeError),
+                     (True, TypeError)):
+        with pytest.raises(err, match="escobar_west: log_alpha must be a (finite )?number"):
+            escobar_west_log(bad, 2, 10, 1.0, 1.0, rng)
+    assert escobar_west(0.0, 1, 10, 1.0, 1.0, rng) > 0.0  # alpha = 0 (an underflow) is its limit
+    assert np.isfinite(escobar_west_log(-np.inf, 1, 10, 1e-3, 1e-3, rng))

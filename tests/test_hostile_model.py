@@ -1,14 +1,17 @@
 """Hostile input at the PyMC layer: data changed with pm.set_data, starts outside the prior's
-support, non-integer starting labels, and step settings that used to hang or be coerced."""
+support, non-integer starting labels, step settings that used to hang or be coerced, prior
+parameters that round to their boundary, and PyMC entry points that cannot sample a partition."""
 
+import math
 import warnings
 
 import numpy as np
 import pymc as pm
 import pytest
+from pymc.variational.opvi import ParametrizationError
 
 import pymc_partitions as pmp
-from pymc_partitions.pymc.compat import posterior_dataset
+from pymc_partitions.pymc.compat import PYMC_MAJOR, CompoundStep, posterior_dataset
 
 N = 10
 SAME = np.zeros(N)  # one tight group: the posterior puts most mass on K = 1
@@ -76,6 +79,33 @@ def test_set_data_with_bad_values_is_refused_by_the_step(new, match):
         _sample(model)
     with pytest.raises(ValueError, match=match):
         pmp.sample_unbiased(model, n_pairs=2, k=1, m=2, cores=1, progressbar=False)
+
+
+def test_set_data_with_another_n_is_refused_by_the_next_sample_and_leaves_the_model_usable():
+    """As docs/models.md says: PyMC's set_data asks the likelihood nothing, so another number of rows
+    passes there and the next pm.sample refuses it; n rows make the model work again, and the
+    predictive of an earlier result still replicates its own data."""
+    model = _normal_model(APART)
+    fitted = _sample(model)
+    pm.set_data({"d": np.zeros(N + 2)}, model=model)  # accepted
+    with pytest.raises(ValueError, match="'y': observed has 12 rows but the partition has n=10 items"):
+        _sample(model)
+    with model:
+        replicate = posterior_dataset(pm.sample_posterior_predictive(fitted, random_seed=0, progressbar=False),
+                                      "posterior_predictive")["y"]
+    assert replicate.sizes[replicate.dims[2]] == N  # the fitted data's n rows
+    pm.set_data({"d": APART}, model=model)
+    assert (_n_clusters(_sample(model)) >= 2).all()
+
+
+@pytest.mark.parametrize("shape, fixed", [((N,), (N,)), ((N, 2), (N, None))])
+def test_a_container_of_fixed_shape_refuses_another_n_at_set_data(shape, fixed):
+    """The recipe of docs/models.md: pm.Data(..., shape=(n,) or (n, None)) makes set_data refuse."""
+    model = _normal_model(np.zeros(shape), shape=fixed)
+    with pytest.raises(TypeError, match="not compatible"):
+        pm.set_data({"d": np.zeros((N + 2, *shape[1:]))}, model=model)
+    pm.set_data({"d": APART.repeat(np.prod(shape[1:], dtype=int)).reshape(shape)}, model=model)
+    assert (_n_clusters(_sample(model)) >= 2).all()
 
 
 def test_set_data_cannot_change_the_number_of_columns():
@@ -293,3 +323,138 @@ def test_float_labels_in_a_point_are_refused():
     pmp.pymc.compat.setup_chain(step, 0)
     with pytest.raises(TypeError, match="'z': labels must be integers, got dtype float64"):
         step.step({"z": np.zeros(N) + 0.5})
+
+
+def test_prior_slice_at_parameters_that_round_to_their_boundary():
+    """The class of EscobarWest's crash (issue 19) in PriorSlice: a parameter inside its support
+    that float64 rounds to the boundary -- a Pitman-Yor discount ~ Beta(1e-3, 1e-3) within 1e-16 of
+    1 (logit value 40), a finite Dirichlet alpha ~ Gamma(1e-3, 1e-3) below 1e-308 (log value -800)
+    -- gets the limit law (all singletons; one block) instead of being cut off as outside the
+    support. Where PyMC itself cannot evaluate the prior's log density there (pm.Gamma on PyMC 5),
+    the step stops naming the variable. An untransformed variable's -inf outside its support is an
+    ordinary slice boundary."""
+    singletons, one_block = np.ones(N, np.int64), np.array([N])
+    with pm.Model() as model:
+        d = pm.Beta("d", 1e-3, 1e-3)
+        z = pmp.Partition("z", pmp.PitmanYor(1.0, d), n=N)
+        pmp.NormalNormal("y", partition=z, mu0=0.0, sigma0=10.0, sigma=1.0, observed=APART)
+        step = pmp.PriorSlice([d])
+    point = model.initial_point()
+    own = model.compile_logp(vars=[d])
+    assert step._logp(dict(point), 40.0, singletons) == pytest.approx(own({**point, "d_logodds__": 40.0}))
+    assert step._logp(dict(point), 40.0, one_block) == -np.inf  # probability 0 in the limit
+    with pm.Model() as model:
+        alpha = pm.Gamma("alpha", 1e-3, 1e-3)
+        z = pmp.Partition("z", pmp.FiniteDirichlet(alpha, 3), n=N)
+        pmp.NormalNormal("y", partition=z, mu0=0.0, sigma0=10.0, sigma=1.0, observed=SAME)
+        step = pmp.PriorSlice([alpha])
+    point = model.initial_point()
+    if PYMC_MAJOR >= 6:
+        value = step._logp(dict(point), -800.0, one_block)
+        gamma = 1e-3 * -800.0 - 1e-3 * np.exp(-800.0) + 1e-3 * np.log(1e-3) - math.lgamma(1e-3)
+        assert value == pytest.approx(gamma, rel=1e-12)  # the EPPF's one-block limit is 1
+        assert step._logp(dict(point), -800.0, np.array([N - 1, 1])) == -np.inf
+    else:
+        with pytest.raises(ValueError, match="PriorSlice: PyMC 5.* log density of 'alpha_log__' as -inf at the "
+                                             "unconstrained value -800.0 .*alpha = 0.0"):
+            step._logp(dict(point), -800.0, one_block)
+    with pm.Model() as model:
+        raw = pm.Uniform("u", 0.0, 1.0, default_transform=None)
+        z = pmp.Partition("z", pmp.PitmanYor(1.0, raw), n=N)
+        pmp.NormalNormal("y", partition=z, mu0=0.0, sigma0=10.0, sigma=1.0, observed=APART)
+        plain = pmp.PriorSlice([raw])
+    assert plain._logp(dict(model.initial_point()), 1.5, singletons) == -np.inf
+
+
+def _two_groups_model():
+    y = np.r_[np.full(12, -4.0), np.full(12, 4.0)] + np.linspace(-1, 1, 24)
+    with pm.Model() as model:
+        alpha = pm.Gamma("alpha", 1.0, 1.0)
+        z = pmp.Partition("z", pmp.CRP(alpha), n=24)
+        pmp.NormalNormal("y", partition=z, mu0=0.0, sigma0=5.0, sigma=1.0, observed=y)
+    return model, z, alpha
+
+
+QUIET = dict(draws=5, tune=0, chains=1, progressbar=False, compute_convergence_checks=False, random_seed=1)
+
+
+def test_pymc_entry_points_that_cannot_sample_a_partition_refuse_it():
+    """pm.sample_smc returned one block in every draw; pm.find_MAP kept the starting labels and
+    returned alpha ~ 1e-6; pm.Metropolis / pm.Slice on the labels sample each partition in proportion
+    to its labellings. Each now refuses, saying what to use. pm.fit and the external NUTS samplers
+    refuse by themselves (PyMC's own errors)."""
+    model, z, alpha = _two_groups_model()
+    with model:
+        with pytest.raises(NotImplementedError, match=r"pm.sample_smc cannot sample a model with a partition \('z'.*"
+                                                      r"Use pm.sample.*pmp.CollapsedGibbs"):
+            pm.sample_smc(draws=50, chains=1, progressbar=False, random_seed=1)
+        start = "start" if PYMC_MAJOR < 6 else "initvals"  # PyMC 6 renamed it (start= still works, deprecated)
+        with pytest.raises(NotImplementedError, match=r"pm.find_MAP keeps the partition\(s\) \['z'\] at their starting "
+                                                      rf"labels.*pmp.point_estimate.*{start}=\{{'z': labels\}}"):
+            pm.find_MAP(progressbar=False)
+        for vars_ in ([z, alpha], ["z"], [model.rvs_to_values[z]]):
+            with pytest.raises(NotImplementedError, match="pm.find_MAP cannot optimise the partition 'z'"):
+                pm.find_MAP(vars=vars_, **{start: {"z": np.zeros(24, np.int64)}}, progressbar=False)
+        labels = np.r_[np.zeros(12, np.int64), np.ones(12, np.int64)]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)  # PyMC 6: find_MAP's coming changes
+            for kwargs in ({start: {"z": labels}}, {"start": {"z": labels}}):
+                given = pm.find_MAP(**kwargs, progressbar=False)  # the mode given those labels, as asked
+                np.testing.assert_array_equal(given["z"], labels)
+                assert given["alpha"] > 0.1
+        for step in (pm.Metropolis([z]), pm.Slice([z]), CompoundStep([pm.Metropolis([z])]), pm.Metropolis([z, alpha])):
+            with pytest.raises(ValueError, match=r"step (Metropolis|Slice) cannot sample the partition 'z' "
+                                                 r"\(pmp.Partition\).*labellings.*pmp.CollapsedGibbs"):
+                pm.sample(step=[step], **QUIET)
+        with pytest.raises(ParametrizationError, match="Discrete variables are not supported by VI: z"):
+            pm.fit(n=10, progressbar=False)
+        for sampler in ("numpyro", "nutpie", "blackjax"):
+            with pytest.raises(ValueError, match="NUTS alone|requires all variables to be differentiable"):
+                pm.sample(nuts_sampler=sampler, **QUIET)
+
+
+def test_one_partition_in_two_steps_of_one_class_is_refused():
+    """Two CollapsedGibbs (or two PGSM) steps on one partition were accepted, their statistics
+    stacked as if for two partitions: refused, pointing to sweeps= / moves=. Different classes on one
+    partition (the usual Gibbs + split-merge composition) and one step per partition are fine."""
+    model, z, alpha = _two_groups_model()
+    with model:
+        for make, more in ((lambda: pmp.CollapsedGibbs([z]), "sweeps=2"), (lambda: pmp.PGSM([z]), "moves=2"),
+                           (lambda: pmp.SplitMerge([z]), "moves=2")):
+            name = type(make()).__name__
+            with pytest.raises(ValueError, match=f"'z' is given to two {name} steps: give one {name} step {more}"):
+                pm.sample(step=[make(), pmp.EscobarWest([alpha]), make()], **QUIET)
+        idata = pm.sample(step=[pmp.CollapsedGibbs([z], sweeps=2), pmp.PGSM([z]), pm.Metropolis([alpha])], **QUIET)
+    assert posterior_dataset(idata, "sample_stats")["n_clusters"].shape == (1, 5)
+
+
+def test_models_without_a_partition_pass_the_guards_untouched():
+    with pm.Model():
+        mu = pm.Normal("mu", 0.0, 1.0)
+        pm.Normal("obs", mu, 1.0, observed=[0.1, 0.3])
+        assert pm.find_MAP(progressbar=False)["mu"] == pytest.approx(0.4 / 3, rel=1e-4)
+        idata = pm.sample(step=[pm.Metropolis([mu])], **QUIET)
+        assert posterior_dataset(idata)["mu"].shape == (1, 5)
+        smc = pm.sample_smc(draws=40, chains=1, progressbar=False, random_seed=1)
+        assert posterior_dataset(smc)["mu"].shape == (1, 40)
+
+
+def test_escobar_west_without_a_transform_under_a_vague_prior():
+    """alpha ~ Gamma(1e-3, 1e-3) kept on its own scale (no log transform): draws below 1e-308 are
+    stored as alpha = 0, the one-block limit the other steps accept, and the next update starts
+    from there; the statistic log_alpha keeps the exact draw. A value outside the support (which
+    only a hand-made point can hold) is refused by name."""
+    with pm.Model() as model:
+        alpha = pm.Gamma("alpha", 1e-3, 1e-3, default_transform=None)
+        z = pmp.Partition("z", pmp.CRP(alpha), n=N)
+        pmp.NormalNormal("y", partition=z, mu0=0.0, sigma0=10.0, sigma=1.0, observed=SAME)
+        step = pmp.EscobarWest([alpha])
+        idata = pm.sample(step=[pmp.CollapsedGibbs([z]), step], **{**QUIET, "draws": 200})
+    values = posterior_dataset(idata)["alpha"].values.ravel()
+    log_alphas = posterior_dataset(idata, "sample_stats")["log_alpha"].values.ravel()
+    assert (values == 0).mean() > 0.2 and np.all(values >= 0)
+    assert np.all(np.isfinite(log_alphas)) and np.allclose(np.exp(log_alphas), values, rtol=1e-14, atol=0)
+    point = model.initial_point()
+    point["alpha"] = np.asarray(-1.0)
+    with pytest.raises(ValueError, match="EscobarWest: 'alpha' = -1.0 is outside the Gamma prior's support"):
+        step.step(point)

@@ -18,6 +18,7 @@ import pymc_partitions as pmp
 from pymc_partitions.diagnostics.convergence import W2ConvergenceWarning, w2_traces
 from pymc_partitions.pymc import compat
 from pymc_partitions.pymc.diagnostics import is_canonical
+from pymc_partitions.pymc.results import PARTITIONS_ATTR
 from test_w2_convergence import sampled_dpmm
 
 
@@ -58,20 +59,32 @@ def with_w2(idata, **kwargs):
 # --- which variables are partitions -----------------------------------------------------------
 
 
+def unrecorded(idata):
+    """``idata`` without the record of its partitions (a result from elsewhere)."""
+    posterior = compat.posterior_dataset(idata).copy()
+    del posterior.attrs[PARTITIONS_ATTR]
+    return compat.add_groups(idata, {"posterior": posterior}, overwrite=True)
+
+
 def test_partitions_found_from_the_draws_without_a_model(dpmm):
     """Without model= the labels used to be stacked with mu as numbers (U_0 of hundreds more);
-    now the canonical label vectors are recognised: the same trace as with the model."""
+    now the result records its partitions, and without that record the canonical label vectors are
+    recognised: the same trace as with the model."""
     model, idata = dpmm
     with_model = with_w2(idata, model=model)["w2_convergence"]
-    without = with_w2(idata)["w2_convergence"]
-    assert without.attrs["partition_vars"] == ["z"] and without.attrs["continuous_vars"] == ["mu"]
+    recorded = with_w2(idata)["w2_convergence"]
+    without = with_w2(unrecorded(idata))["w2_convergence"]
+    for group in (recorded, without):
+        assert group.attrs["partition_vars"] == ["z"] and group.attrs["continuous_vars"] == ["mu"]
+    assert recorded.attrs["partition_source"] == "recorded in the result"
     assert without.attrs["partition_source"] == "canonical labels"
     assert with_model.attrs["partition_source"] == "model argument"
     for est in ("U", "U_lower", "U_upper", "L", "w"):
-        np.testing.assert_array_equal(without[f"z_{est}"].values, with_model[f"z_{est}"].values)
-        np.testing.assert_array_equal(without[f"continuous_{est}"].values, with_model[f"continuous_{est}"].values)
+        for group in (recorded, without):
+            np.testing.assert_array_equal(group[f"z_{est}"].values, with_model[f"z_{est}"].values)
+            np.testing.assert_array_equal(group[f"continuous_{est}"].values, with_model[f"continuous_{est}"].values)
     with model:
-        in_context = with_w2(idata)["w2_convergence"]
+        in_context = with_w2(unrecorded(idata))["w2_convergence"]
     assert in_context.attrs["partition_source"] == "model in context"
     np.testing.assert_array_equal(in_context["z_U"].values, with_model["z_U"].values)
     numbers = with_w2(idata, partitions=[])["w2_convergence"]  # explicitly: no partitions

@@ -22,6 +22,7 @@ import pymc as pm
 import pytest
 
 import pymc_partitions as pmp
+from limits import CHILD_PYTHON_TIMEOUT
 from models import PRIORS, pack
 from pymc_partitions.coupling.parallel import UnbiasedJob, run_pairs
 from pymc_partitions.coupling.sweep import GibbsSweeps
@@ -34,7 +35,12 @@ pytestmark = pytest.mark.filterwarnings("ignore:This process .* is multi-threade
 
 N = 7
 Y = np.array([-2.1, -1.7, -1.9, 0.1, 1.8, 2.2, 1.9])
-STOP_WITHIN = 2.0  # seconds from SIGINT to return, in every mode (measured: well under 0.5 s)
+# Seconds from SIGINT to return, in this process's modes (cores=1, processes, threads): measured well
+# under 0.5 s on an idle machine; the bound has the headroom of a 2-core machine at load 10 (see
+# limits.py), and each run it stops would go on far longer (the tests check that it stopped early).
+STOP_WITHIN = 10.0
+# Seconds for a run whose pairs hang (forever) to give them up after pair_timeout: about 1-2 s idle.
+GIVE_UP_WITHIN = 60.0
 
 
 @pytest.fixture(scope="module")
@@ -74,12 +80,17 @@ class Singletons:
         if pair_id(rng) in self.bad:
             if self.action == "hang":
                 time.sleep(self.seconds)
+            elif self.action == "hold":  # in this process only: until the test lets it go
+                HELD.append("held")
+                RELEASE.wait(self.seconds)
+                HELD.append("let go")
             elif self.action == "die":
                 os.kill(os.getpid(), signal.SIGKILL)
         return np.arange(N)
 
 
 FIXED = dict(k=1, m=20, random_seed=3, progressbar=False)
+HELD, RELEASE = [], threading.Event()  # the "hold" action of Singletons (threads of this process)
 
 
 def values(result):
@@ -238,7 +249,7 @@ class SleepyAfterProbe:
 
 
 def test_a_second_ctrl_c_raises_at_once(model):
-    """The first Ctrl-C waits for the pair's next iteration (here 5 s away, inside h); a second
+    """The first Ctrl-C waits for the pair's next iteration (here 60 s away, inside h); a second
     one does not wait."""
     sent = []
     old = signal.signal(signal.SIGINT, lambda *args: None)
@@ -253,7 +264,7 @@ def test_a_second_ctrl_c_raises_at_once(model):
     thread.start()
     try:
         with pytest.raises(KeyboardInterrupt):
-            pmp.sample_unbiased(model, h=SleepyAfterProbe(5.0), n_pairs=2, k=0, m=2, cores=1, progressbar=False)
+            pmp.sample_unbiased(model, h=SleepyAfterProbe(60.0), n_pairs=2, k=0, m=2, cores=1, progressbar=False)
         assert time.perf_counter() - sent[1] < STOP_WITHIN
     finally:
         thread.join()
@@ -317,7 +328,7 @@ def test_a_hung_pair_is_stopped_by_pair_timeout(model):
     start = time.perf_counter()
     with no_workers_left(), pytest.warns(UserWarning, match="2 failed: timeout after 1 s"):
         result = pmp.sample_unbiased(model, cores=2, **run)
-    assert time.perf_counter() - start < 10.0
+    assert time.perf_counter() - start < GIVE_UP_WITHIN
     status = dict(zip(result["meeting"]["pair"].values, result["meeting"]["status"].values))
     assert status[2] == status[30] == "failed: timeout after 1 s"
     fine = values(pmp.sample_unbiased(model, cores=1, **dict(run, init=Singletons(), pair_timeout=None)))
@@ -335,13 +346,18 @@ def test_pair_timeout_in_this_process_stops_between_iterations(model):
 
 
 def test_a_hung_pair_on_a_thread_pool_is_given_up(model):
-    """A thread cannot be stopped: the pair is reported failed and the run goes on."""
-    run = dict(FIXED, h=SlowK(), n_pairs=8, init=Singletons({1}, seconds=1.5), pair_timeout=0.5)
+    """A thread cannot be stopped: the pair is reported failed and the run goes on, and returns while
+    that pair still hangs (it is held until the run has returned, then let go so the pool can close)."""
+    run = dict(FIXED, h=SlowK(), n_pairs=8, init=Singletons({1}, "hold", seconds=600.0), pair_timeout=0.5)
+    HELD.clear()
+    RELEASE.clear()
     with cf.ThreadPoolExecutor(2) as pool, pytest.warns(UserWarning, match="could not be stopped"):
-        start = time.perf_counter()
-        result = pmp.sample_unbiased(model, executor=pool, **run)
-        took = time.perf_counter() - start
-    assert took < 2.5
+        try:
+            result = pmp.sample_unbiased(model, executor=pool, **run)
+            still_held = list(HELD)
+        finally:
+            RELEASE.set()
+    assert still_held == ["held"]  # the run returned while the pair still hung
     status = result["meeting"]["status"].values
     assert status[1].startswith("failed: timeout after 0.5 s") and (np.delete(status, 1) == "met").all()
 
@@ -465,7 +481,7 @@ def test_bad_arguments_are_refused_before_any_pair_runs(model, name, value, erro
     start = time.perf_counter()
     with no_workers_left(), pytest.raises(error, match=name if name != "m" else "m must be"):
         pmp.sample_unbiased(model, **run)
-    assert time.perf_counter() - start < 5.0
+    assert time.perf_counter() - start < STOP_WITHIN  # no worker started, no pair waited for
 
 
 def test_a_shut_down_executor_is_an_error_at_the_call(model):
@@ -564,17 +580,24 @@ if __name__ == "__main__":
         pmp.NormalNormal("y", partition=z, mu0=0.0, sigma0=2.0, sigma=1.0, observed=Y)
     with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None) as cluster, Client(cluster) as client:
         print("ready", flush=True)
+        started = time.time()
         result = pmp.sample_unbiased(model, h=SlowK(0.002), n_pairs=3000, executor=client, **FIXED)
         returned = time.time()
         attrs = result["unbiased"].attrs
-        print(json.dumps(dict(returned=returned, values=values(result), interrupted=int(attrs["interrupted"]),
+        print(json.dumps(dict(started=started, returned=returned, values=values(result),
+                              interrupted=int(attrs["interrupted"]),
                               during=attrs["interrupted_during"])), flush=True)
 """
 
 
 def test_ctrl_c_with_a_dask_cluster(reference, tmp_path):
     """In a child Python (a Dask cluster leaves threads behind, and later tests fork): Ctrl-C to
-    it returns at once; the (at most 2 per worker) tasks running in the cluster are dropped."""
+    it returns at once; the (at most 2 per worker) tasks running in the cluster are dropped.
+
+    "At once": within STOP_WITHIN, or -- on a loaded machine, where the cluster's four processes
+    share the cores with everything else (77 s was seen at load 6-14) -- within a quarter of the time
+    the remaining pairs would have taken at the pace of the pairs before the signal. Measured at
+    load 8: 1.1 s (the cancelled tasks are given 1 s to finish)."""
     pytest.importorskip("distributed")
     import json  # noqa: PLC0415
     import subprocess  # noqa: PLC0415
@@ -590,11 +613,12 @@ def test_ctrl_c_with_a_dask_cluster(reference, tmp_path):
         sent = time.time()
         child.send_signal(signal.SIGINT)
         out = json.loads(child.stdout.readline())
-        assert child.wait(timeout=60) == 0
+        assert child.wait(timeout=CHILD_PYTHON_TIMEOUT) == 0  # the cluster shut down
     finally:
         if child.poll() is None:
             child.kill()
-    assert out["returned"] - sent < STOP_WITHIN
-    assert out["interrupted"] == 1 and out["during"] == "main"
     got = {int(p): v for p, v in out["values"].items()}
+    per_pair = (sent - out["started"]) / max(len(got), 1)
+    assert out["returned"] - sent < max(STOP_WITHIN, 0.25 * per_pair * (3000 - len(got)))
+    assert out["interrupted"] == 1 and out["during"] == "main"
     assert 5 <= len(got) < 3000 and all(got[p] == reference[p] for p in got if p in reference)

@@ -181,7 +181,7 @@ def test_plain_pm_sample_gives_no_false_warnings(caplog):
 
 
 def test_automatic_steps_for_prior_parameters():
-    assert assigned(crp_model()) == {"CollapsedGibbs": ["z"], "EscobarWest": ["alpha_log__"]}
+    assert assigned(crp_model()) == {"GibbsSplitMerge": ["z"], "EscobarWest": ["alpha_log__"]}
     with pm.Model() as model:
         alpha = pm.Exponential("alpha", 1.0)
         d = pm.Beta("d", 1.0, 3.0)
@@ -191,7 +191,7 @@ def test_automatic_steps_for_prior_parameters():
         w = pmp.Partition("w", pmp.FiniteDirichlet(a2, 3), n=4)
         pmp.NormalNormal("y", partition=z, sigma0=5.0, sigma=s, observed=Y)
         pmp.NormalNormal("v", partition=w, sigma0=5.0, sigma=1.0, observed=Y[:4])
-    assert assigned(model) == {"CollapsedGibbs": ["w", "z"], "PriorSlice": ["a2_log__", "alpha_log__", "d_logodds__"],
+    assert assigned(model) == {"GibbsSplitMerge": ["w", "z"], "PriorSlice": ["a2_log__", "alpha_log__", "d_logodds__"],
                                "NUTS": ["s_log__"]}
 
 
@@ -206,7 +206,7 @@ def test_automatic_steps_only_where_exact():
         alpha = pm.Gamma("alpha", 2.0, b)
         z = pmp.Partition("z", pmp.CRP(alpha), n=len(Y))
         pmp.NormalNormal("y", partition=z, sigma0=5.0, sigma=1.0, observed=Y)
-    assert assigned(random_rate) == {"NUTS": ["b_log__"], "PriorSlice": ["alpha_log__"], "CollapsedGibbs": ["z"]}
+    assert assigned(random_rate) == {"NUTS": ["b_log__"], "PriorSlice": ["alpha_log__"], "GibbsSplitMerge": ["z"]}
     with pm.Model() as vector:  # a vector of concentrations, one per partition
         alpha = pm.Gamma("alpha", 2.0, 1.0, shape=2)
         z = pmp.Partition("z", pmp.CRP(alpha[0]), n=len(Y))
@@ -221,7 +221,7 @@ def test_explicit_steps_override_and_model_outside_context():
     model = crp_model()
     with model:
         explicit = pm.Slice([model["alpha"]])
-    assert assigned(model, [explicit]) == {"CollapsedGibbs": ["z"]}
+    assert assigned(model, [explicit]) == {"GibbsSplitMerge": ["z"]}
     idata = pm.sample(draws=30, tune=10, chains=1, model=model, random_seed=1, progressbar=False)  # no context
     stats = pmp.posterior_dataset(idata, "sample_stats")
     assert "alpha" in stats and np.allclose(stats["alpha"].values, pmp.posterior_dataset(idata)["alpha"].values)

@@ -16,6 +16,7 @@ import pytest
 from numba.core import caching
 
 import pymc_partitions
+from limits import CHILD_PYTHON_TIMEOUT
 from pymc_partitions import _numba_cache
 from pymc_partitions.priors import sample_sequential
 
@@ -35,7 +36,7 @@ def _run(root, extra_env=None):
     env.pop("NUMBA_CACHE_LOCATOR_CLASSES", None)
     env.update(extra_env or {})
     out = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True,
-                         timeout=600, cwd=str(root))
+                         timeout=CHILD_PYTHON_TIMEOUT, cwd=str(root))
     assert out.returncode == 0, out.stderr[-3000:]
     labels = [int(x) for x in re.search(r"LABELS \[(.*)\]", out.stdout).group(1).split(",")]
     loaded = re.search(r"data loaded from .*sample_sequential", out.stdout) is not None

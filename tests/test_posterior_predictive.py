@@ -1,8 +1,8 @@
 """Replicated data: pm.sample_posterior_predictive (through compat.guard_forward_sampling) and
 pmp.sample_posterior_predictive draw from the exact posterior predictive at n = 7 (a distributional
 test on iid draws from the exact posterior, which the former prior-drawn replicates fail), the
-prior predictive is unchanged, pm.Data changed after sampling is refused, and the guard is
-fail-safe."""
+prior predictive is unchanged, the replicates are drawn given the data at sampling time (whatever
+pm.set_data did since), a forward draw leaves the model as it was, and the guard is fail-safe."""
 
 import numpy as np
 import pymc as pm
@@ -163,7 +163,7 @@ def _volatile_partition_kwargs(model):
 
 
 def _has_replicate(fn):
-    # by name: PyTensor 3's numba backend wraps ops it runs in object mode
+    # by name: PyTensor 3 wraps each random variable in a RandomVariableWithCoreShape op
     return any("posterior_replicate" in str(node.op) for node in fn.maker.fgraph.apply_nodes)
 
 
@@ -181,36 +181,94 @@ def test_a_partition_drawn_anew_keeps_the_prior_draw():
     assert not _has_replicate(prior) and {y, z, alpha} <= resampled
 
 
-def test_pm_data_changed_after_sampling_is_refused():
-    y = np.r_[np.zeros(6), np.full(6, 5.0)] + np.random.default_rng(0).normal(scale=0.2, size=12)
+def _data_model(shape, fitted):
+    """The diag model with its observations in a pm.Data "d" of ``shape`` ("1-D": (N,), "2-D": (N, 2))
+    and sigma in a pm.Data "s"; the hyperparameters of _replicate_law("diag") (dimension 0 in 1-D)."""
     with pm.Model() as model:
-        d = pm.Data("d", y)
-        s = pm.Data("s", 0.5)
-        z = pmp.Partition("z", pmp.CRP(1.0), n=12)
-        pmp.NormalNormal("y", partition=z, mu0=0.0, sigma0=5.0, sigma=s, observed=d)
-        idata = pm.sample(draws=100, tune=20, chains=1, random_seed=0, compute_convergence_checks=False, **QUIET)
-        pm.sample_posterior_predictive(idata, random_seed=0, **QUIET)  # unchanged data: fine
-    # PyMC 5 appends the observed variable to model.observed_RVs once more: still one likelihood
-    assert len(PartitionTerms(model, "z").likelihoods) == 1
-    before = pmp.predictive_density(idata, [0.0, 2.5, 5.0], model)
-    pm.set_data({"d": y + 10.0}, model=model)
-    with model, pytest.raises(ValueError, match=r"'d' of 'y' changed since sampling.*pmp.sample_posterior_predictive"):
-        pm.sample_posterior_predictive(idata, random_seed=0, **QUIET)
-    # pmp's functions read the data the posterior was fitted to from the result
-    rep = posterior_dataset(pmp.sample_posterior_predictive(idata, model, random_seed=0), "posterior_predictive")["y"]
-    assert np.abs(rep.values.mean(axis=(0, 1))[:, 0] - y).max() < 1.5
-    after = pmp.predictive_density(idata, [0.0, 2.5, 5.0], model)
-    np.testing.assert_array_equal(before["density"].values, after["density"].values)
-    pm.set_data({"d": y}, model=model)
+        d = pm.Data("d", fitted[:, 0] if shape == "1-D" else fitted)
+        if shape == "1-D":
+            s = pm.Data("s", 1.0)
+            z = pmp.Partition("z", pmp.CRP(1.2), n=N)
+            pmp.NormalNormal("y", partition=z, mu0=0.5, sigma0=2.0, sigma=s, observed=d)
+        else:
+            s = pm.Data("s", np.array([1.0, 0.8]))
+            z = pmp.Partition("z", pmp.CRP(1.2), n=N)
+            pmp.NormalNormal("y", partition=z, mu0=[0.5, 0.0], sigma0=[2.0, 1.5], sigma=s, observed=d)
+    return model
+
+
+def _model_state(model):
+    """What a forward draw must leave as it found it."""
+    point = model.initial_point()
+    return ([rv.name for rv in model.free_RVs], [rv.name for rv in model.observed_RVs],
+            [rv.name for rv in model.basic_RVs], sorted(model.named_vars), float(model.compile_logp()(point)))
+
+
+def _still_works(model, state):
+    assert _model_state(model) == state
     with model:
-        pm.sample_posterior_predictive(idata, random_seed=0, **QUIET)  # set back: fine again
-        with pytest.raises(ValueError, match="does not record"):  # a posterior without constant_data
-            pm.sample_posterior_predictive(posterior_dataset(idata), random_seed=0, **QUIET)
-    pm.set_data({"s": 2.0}, model=model)  # a data-valued hyperparameter changed: refused too
-    with model, pytest.raises(ValueError, match="'s' of 'y' changed since sampling"):
+        pm.sample(draws=3, tune=0, chains=1, random_seed=0, compute_convergence_checks=False, **QUIET)
+
+
+@pytest.mark.parametrize("shape", ["1-D", "2-D"])
+def test_replicates_are_drawn_given_the_data_at_sampling_time(shape):
+    """A collapsed likelihood observed through pm.Data, 1-D or (N, 2) (whose values at sampling time
+    PyMC records only in observed_data): pm.sample_posterior_predictive of the whole result follows
+    the exact posterior predictive given the data the posterior was fitted to, before and after
+    pm.set_data changed the data and the data-valued sigma (same shapes); the model is left as it was."""
+    fitted = data(N)[0]
+    model = _data_model(shape, fitted)
+    draws, p, laws = _exact_iid_draws(model, "diag")
+    with model:  # the groups PyMC writes, with iid draws from the exact posterior as the posterior
+        idata = pm.sample(draws=3, tune=0, chains=1, random_seed=0, compute_convergence_checks=False, **QUIET)
+    result = compat.add_groups(idata, {"posterior": posterior_dataset(draws_result(draws))}, overwrite=True)
+    if shape == "2-D":
+        assert "d" not in compat.group_names(result) or "d" not in posterior_dataset(result, "constant_data")
+    for values, sigma in [(None, None), (fitted + 10.0, 3.0)]:
+        if values is not None:
+            pm.set_data({"d": values[:, 0] if shape == "1-D" else values,
+                         "s": sigma if shape == "1-D" else np.full(2, sigma)}, model=model)
+        state = _model_state(model)
+        with model:
+            pp = pm.sample_posterior_predictive(result, random_seed=1, **QUIET)
+        assert _pvalue("diag", _item0(pp), p, laws) > 1e-3
+        _still_works(model, state)
+        ours = pmp.sample_posterior_predictive(result, model, random_seed=2)
+        assert _pvalue("diag", _item0(ours), p, laws) > 1e-3
+
+
+def test_data_whose_value_at_sampling_time_is_unknown_are_refused_and_the_model_kept():
+    """A bare posterior records no data; a result without its constant_data records no sigma: refused,
+    naming the remedy, and the model is left as it was (PyMC 5.28 itself appends the observed variable
+    to model.observed_RVs once more on every call with an observed_data group: undone)."""
+    fitted = data(N)[0]
+    model = _data_model("2-D", fitted)
+    state = _model_state(model)
+    with model:
+        idata = pm.sample(draws=20, tune=0, chains=1, random_seed=0, compute_convergence_checks=False, **QUIET)
+    with model, pytest.raises(ValueError, match=r"'y' depends on the data \['d', 's'\].*does not record.*"
+                                                r"pmp.sample_posterior_predictive"):
+        pm.sample_posterior_predictive(posterior_dataset(idata), random_seed=0, **QUIET)
+    _still_works(model, state)
+    no_constant = compat.new_result({g: posterior_dataset(idata, g) for g in ("posterior", "observed_data")})
+    with model, pytest.raises(ValueError, match=r"'y' depends on the data \['s'\]"):
+        pm.sample_posterior_predictive(no_constant, random_seed=0, **QUIET)
+    _still_works(model, state)
+    with model:
         pm.sample_posterior_predictive(idata, random_seed=0, **QUIET)
-    np.testing.assert_array_equal(pmp.predictive_density(idata, [0.0, 2.5, 5.0], model)["density"].values,
-                                  before["density"].values)  # the hyperparameter's value at sampling time
+    _still_works(model, state)
+
+
+def test_a_plain_pymc_model_is_left_as_it_was():
+    with pm.Model() as model:
+        mu = pm.Normal("mu")
+        pm.Normal("x", mu, 1.0, observed=np.zeros(3))
+        idata = pm.sample(draws=20, tune=0, chains=1, random_seed=0, compute_convergence_checks=False, **QUIET)
+    state = _model_state(model)
+    with model:
+        pm.sample_posterior_predictive(idata, random_seed=0, **QUIET)
+    _still_works(model, state)
+    assert pm.sample_posterior_predictive.__wrapped__.__name__ == "sample_posterior_predictive"
 
 
 def test_the_guard_is_fail_safe(monkeypatch):

@@ -7,8 +7,9 @@ import pytest
 from scipy import stats
 
 import pymc_partitions as pmp
-from enumeration import check_against, exact_posterior
-from models import COV, COV0, data, gamma_mixed_log_eppf, mixed_log_eppf
+from enumeration import check_against, ess, exact_posterior
+from models import COV, COV0, data, gamma_alpha_law, gamma_mixed_log_eppf, mixed_log_eppf
+from pymc_partitions.pymc.compat import PYMC_MAJOR
 from pymc_partitions.pymc.compat import posterior_dataset
 from pymc_partitions.pymc.terms import PartitionTerms
 from pymc_partitions.samplers.gibbs import log_joint
@@ -57,7 +58,7 @@ def test_pm_sample_matches_enumeration(prior, family):
     with pm.Model() as model:
         z = pmp.Partition("z", prior, n=n)
         add_likelihood(family, z, n)
-        idata = pm.sample(draws=8000, random_seed=11, **SAMPLE)  # CollapsedGibbs assigned automatically
+        idata = pm.sample(draws=8000, random_seed=11, **SAMPLE)  # GibbsSplitMerge assigned automatically
     like = likelihood_only(model)
     parts, exact = exact_posterior(n, lambda p: like(p) + prior.log_eppf(p))
     _, wrong = exact_posterior(n, lambda p: like(p) + type(prior)(**_scaled(prior)).log_eppf(p))
@@ -114,13 +115,77 @@ def test_random_prior_parameter_matches_enumeration(case, family):
     check_against(parts, exact, zs, [lj, k, values])
 
 
+def _vague_model(prior_of, family="bb", n=6):
+    with pm.Model() as model:
+        alpha = pm.Gamma("alpha", 1e-3, 1e-3)
+        add_likelihood(family, pmp.Partition("z", prior_of(alpha), n=n), n)
+    return model, alpha
+
+
+def _check_log_alpha_law(log_alphas, parts, exact, log_cdf, ks):
+    """The draws of log alpha against P(log alpha <= t | y), thresholds far below log(1e-308) included."""
+    for t in (-3000.0, -1000.0, -300.0, -30.0, -3.0, 0.0, 2.0):
+        p = float(np.sum(exact * np.exp([log_cdf(t, labels) for labels in parts])))
+        below = (log_alphas <= t).astype(float)
+        n_eff = min(ess(below), ess(ks)) if 0 < below.mean() < 1 else len(below)
+        assert abs(below.mean() - p) < 4.5 * np.sqrt(max(p * (1 - p), 1e-4) / n_eff), (t, below.mean(), p, n_eff)
+
+
+def test_escobar_west_with_a_vague_gamma_prior_matches_enumeration():
+    """alpha ~ Gamma(1e-3, 1e-3), a common vague prior: with one cluster alpha falls below 1e-308 in
+    about half the draws, where the step used to crash (math domain error). Drawn in log space, the
+    partition and log alpha (the ``log_alpha`` statistic; alpha itself is then 0) follow the exact
+    posterior, enumeration and quadrature."""
+    model, alpha = _vague_model(pmp.CRP)
+    with model:
+        idata = pm.sample(draws=6000, step=[pmp.CollapsedGibbs([model["z"]]), pmp.EscobarWest([alpha])],
+                          random_seed=7, **SAMPLE)
+    like = likelihood_only(model)
+    log_prior, log_cdf = gamma_alpha_law(pmp.CRP, 1e-3, 1e-3, 6)
+    parts, exact = exact_posterior(6, lambda p: like(p) + log_prior(p))
+    zs, lj, k = samples_of(idata)
+    check_against(parts, exact, zs, [lj, k])
+    stats_ = posterior_dataset(idata, "sample_stats")
+    log_alphas = stats_["log_alpha"].values.ravel()
+    _check_log_alpha_law(log_alphas, parts, exact, log_cdf, k)
+    assert (log_alphas < -745).mean() > 0.3  # the underflow regime is exercised
+    np.testing.assert_allclose(posterior_dataset(idata)["alpha"].values.ravel(), np.exp(log_alphas), rtol=1e-14, atol=0)
+
+
+def test_prior_slice_with_a_vague_gamma_prior():
+    """The same class for PriorSlice (a finite Dirichlet's alpha): the EPPF at alpha = 0 (an
+    underflow) is its limit, and where PyMC cannot evaluate the prior's log density (PyMC 5's
+    pm.Gamma is -inf once alpha underflows) the step stops clearly instead of cutting that mass off;
+    PyMC 6 evaluates it in log space, and the law is exact."""
+    def prior_of(a):
+        return pmp.FiniteDirichlet(a, 3)
+
+    model, alpha = _vague_model(prior_of)
+    with model:
+        steps = [pmp.CollapsedGibbs([model["z"]]), pmp.PriorSlice([alpha], width=200.0)]
+        if PYMC_MAJOR < 6:
+            with pytest.raises(ValueError, match="PriorSlice: PyMC 5.* log density of 'alpha_log__' as -inf at the "
+                                                 "unconstrained value .*alpha = 0.0.*pmp.EscobarWest"):
+                pm.sample(draws=6000, step=steps, random_seed=7, **SAMPLE)
+            return
+        idata = pm.sample(draws=6000, step=steps, random_seed=7, **SAMPLE)
+    like = likelihood_only(model)
+    log_prior, log_cdf = gamma_alpha_law(prior_of, 1e-3, 1e-3, 6)
+    parts, exact = exact_posterior(6, lambda p: like(p) + log_prior(p))
+    zs, lj, k = samples_of(idata)
+    check_against(parts, exact, zs, [lj, k])
+    log_alphas = posterior_dataset(idata, "sample_stats")["value"].values.ravel()
+    _check_log_alpha_law(log_alphas, parts, exact, log_cdf, k)
+    assert (log_alphas < -745).mean() > 0.3
+
+
 def test_automatic_assignment_and_nuts_composition():
     from pymc.sampling.mcmc import assign_step_methods  # noqa: PLC0415
 
     model, alpha, _, _ = _random_parameter_case("crp-auto")
     _, selected = assign_step_methods(model)
     assert {cls.__name__: [v.name for v in vs] for cls, vs in selected.items()} == {
-        "CollapsedGibbs": ["z"], "EscobarWest": ["alpha_log__"]}
+        "GibbsSplitMerge": ["z"], "EscobarWest": ["alpha_log__"]}
 
 
 def test_cores_and_seed_reproducibility_and_dtype():

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import pymc_partitions as pmp
+from limits import CHILD_PYTHON_TIMEOUT
 
 ROOT = Path(__file__).resolve().parents[1]
 DRAWS = np.array([[0, 0, 1, 1], [0, 1, 1, 2], [4, 4, 4, 9]])
@@ -174,8 +175,12 @@ def test_plot_arguments_are_checked():
         pmp.plot_coclustering(matrix=np.eye(2), estimate=[0, 0, 1])
     with pytest.raises(TypeError, match="boundaries must be True or False"):
         pmp.plot_coclustering(DRAWS, boundaries="yes")
-    with pytest.raises(ValueError, match=r"\(n,\), \(n, 1\) or \(n, 2\)"):
-        pmp.plot_clustering(np.zeros((4, 3)), [0, 0, 1, 1])
+    with pytest.raises(ValueError, match=r"\(n,\) or \(n, D\) with D >= 1"):
+        pmp.plot_clustering(np.zeros((4, 3, 2)), [0, 0, 1, 1])
+    with pytest.raises(ValueError, match=r"\(n,\) or \(n, D\) with D >= 1"):
+        pmp.plot_clustering(np.zeros((4, 0)), [0, 0, 1, 1])
+    ax = pmp.plot_clustering(np.zeros((4, 3)), [0, 0, 1, 1])  # no variance: projected on zeros
+    assert ax.get_xlabel() == "PC 1 (0% of the variance of 3 columns)"
     with pytest.raises(ValueError, match="has 3 rows"):
         pmp.plot_clustering(np.zeros(3), [0, 0, 1, 1])
     with pytest.raises(ValueError, match="NaN"):
@@ -242,5 +247,5 @@ def test_kernels_stay_in_bounds_under_numba_boundscheck(tmp_path):
     env = dict(os.environ, NUMBA_BOUNDSCHECK="1", NUMBA_CACHE_DIR=str(tmp_path / "numba"), MPLBACKEND="Agg",
                PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     proc = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True,
-                          timeout=600)
+                          timeout=CHILD_PYTHON_TIMEOUT)
     assert proc.returncode == 0 and "in bounds" in proc.stdout, proc.stderr[-3000:]

@@ -1154,6 +1154,10 @@ def _integer_summary(x):
 
 def _check_counts(code, x, summary, hp, n, dim):
     if code == GAMMA_POISSON:
+        top = float(np.max(x)) if x.size else 0.0
+        if top > _EXACT_INT:  # (before the integer test: numba's floor of such a float overflows)
+            raise ValueError(f"counts must be at most 2^52 (float64 holds integers exactly only up to 2^53, and the "
+                             f"sufficient statistics are sums), got {top:.4g}; rescale the data")
         ok, sums = _integer_summary(x)
         if not ok:
             raise ValueError("counts must be non-negative integers")

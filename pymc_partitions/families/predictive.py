@@ -399,13 +399,27 @@ from .kernels import DIRICHLET_CATEGORICAL, GAMMA_POISSON, dirichlet_categorical
 __all__ += ["GammaPoissonFamily", "DirichletCategoricalFamily", "check_counts"]
 
 
+#: Largest count accepted: float64 holds every integer up to 2^53 exactly, and the kernels add
+#: counts (their sums must stay exact too; ``FamilyPack.build`` checks the column sums).
+MAX_COUNT = 2**52
+
+
 def check_counts(x, what="counts") -> np.ndarray:
-    """``x`` as float64 if every entry is a non-negative integer, else ``ValueError``."""
+    """``x`` as float64 if every entry is a non-negative integer of at most :data:`MAX_COUNT`,
+    else ``ValueError``. Integer arrays are checked before the conversion, so that 2^63 + 10 is
+    reported as too large rather than rounded."""
+    raw = np.asarray(x)
+    if raw.dtype.kind in "iu" and raw.size and (int(raw.max()) > MAX_COUNT):
+        raise ValueError(f"{what} must be at most 2^52 = {MAX_COUNT} (float64 holds integers exactly only up to "
+                         f"2^53, and the sufficient statistics are sums), got {int(raw.max())}: rescale the data")
     arr = np.asarray(x, dtype=np.float64)
     if not np.all(np.isfinite(arr)):
         raise ValueError(f"{what} contain NaN or infinite values")
     if not np.all((arr >= 0) & (arr == np.floor(arr))):
         raise ValueError(f"{what} must be non-negative integers")
+    if arr.size and arr.max() > MAX_COUNT:
+        raise ValueError(f"{what} must be at most 2^52 = {MAX_COUNT} (float64 holds integers exactly only up to "
+                         f"2^53, and the sufficient statistics are sums), got {arr.max():.4g}: rescale the data")
     return arr
 
 

@@ -130,8 +130,7 @@ class ARM(_PartitionStep, PopulationArrayStepShared):
         self.synthetic = _checks.probability("synthetic", synthetic, owner="ARM")
         self.synthetic_scans = _checks.integer("synthetic_scans", synthetic_scans, low=0, owner="ARM")
         self.focus = _checks.probability("focus", focus, owner="ARM")
-        if self.terms.n < 2:
-            raise ValueError(f"ARM: the partition {self.terms.name!r} has {self.terms.n} item; a move needs two")
+        self._need_two_items()
         # what PopulationArrayStepShared.__init__ sets (its ArrayStepShared part flattens points: not used)
         self.population = None
         self.this_chain = None

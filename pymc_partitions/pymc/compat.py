@@ -63,7 +63,12 @@ Differences handled here
    ``freeze_vars`` and ``model``. Both return ``(function, basic RVs drawn anew)``. PyMC offers no
    hook to condition a forward draw on observed data, so :func:`guard_forward_sampling` wraps that
    function: a collapsed likelihood whose partition comes from the trace is replaced by a draw
-   given the labels *and the observed data*.
+   given the labels *and the observed data* at sampling time. Neither line passes the result's
+   ``observed_data`` to that function (an observation held in a ``pm.Data`` as it is, e.g.
+   (n, D), is recorded there only), so ``sample_posterior_predictive`` is wrapped as well to hand
+   it over. PyMC 5.28's ``sample_posterior_predictive`` also appends every observed variable once
+   more to ``model.observed_RVs`` whenever the trace has an ``observed_data`` group (after which
+   ``model.logp()`` and ``pm.sample`` fail): the wrapper restores the list.
 8. Convergence checks. ``pm.sample`` ends with ``run_convergence_checks(idata, model)`` (from
    ``pymc.stats.convergence``, imported into ``pymc.sampling.mcmc``; ArviZ 0.x's ``az.rhat`` /
    ``az.ess`` in PyMC 5, ``arviz_stats`` in PyMC 6) on every free random variable present in the
@@ -76,12 +81,44 @@ Differences handled here
    trace's variable names (the labels first when the partition is the first random variable).
    :func:`guard_variable_order` wraps both so that each partition's label-invariant
    Deterministics come first and its labels last: plain ``az.summary(result)`` then starts with
-   them. (``pm.sample(trace=ZarrTrace(...))`` in PyMC 6 converts elsewhere and keeps its order.)
+   them; and so that each of those groups records which of its variables are partitions
+   (:func:`~pymc_partitions.pymc.results.record_partitions`: the attribute ``pmp_partitions``),
+   which lets every summary work on the result without the model, saved and reloaded.
+   (``pm.sample(trace=ZarrTrace(...))`` in PyMC 6 converts elsewhere: it keeps its order and
+   records nothing, and the summaries fall back on the model or the draws.)
+10. Steps given to ``pm.sample``. Both lines call ``assign_step_methods(model, step, methods)`` of
+   ``pymc.sampling.mcmc`` with the user's steps; PyMC asks ``competence`` only for the variables
+   left over, so nothing stops ``pm.Metropolis([z])``. :func:`guard_step_assignment` wraps it.
+11. SMC. ``pm.sample_smc`` builds its kernel (a subclass of ``pymc.smc.kernels.SMC_KERNEL``, same
+   ``__init__`` signature in both lines) in the calling process; :func:`guard_smc` wraps
+   ``SMC_KERNEL.__init__`` so that models with a partition are refused.
+12. ``pm.find_MAP`` (``pymc.tuning.starting``) keeps non-optimised variables at their start,
+   ``start=`` in PyMC 5 and ``initvals=`` in PyMC 6 (which rewrote it); :func:`guard_find_map` wraps it. ``pm.fit`` needs no wrapper (its
+   approximations refuse discrete variables, naming them: ``ParametrizationError``), nor do the
+   external NUTS samplers (``pm.sample(nuts_sampler="numpyro" / "nutpie" / "blackjax")`` raises
+   ``ValueError`` when any variable, here the partition, needs a step other than NUTS).
+13. Model contexts. Both lines keep the ``with model:`` stack in the thread-local list
+   ``pymc.model.core.MODEL_MANAGER.active_contexts``; a ``pm.Model()`` created while one is active
+   becomes its sub-model (its variables are registered in the parent). :func:`outside_model_contexts`
+   empties the stack for a block of code that builds and samples models of its own (``pmp.loo``'s
+   ``refit``) and puts it back afterwards.
+14. Summary display. ArviZ 1.x's ``az.summary`` (``round_to="auto"``) returns a
+   ``SummaryDataFrame`` that keeps raw numbers and displays strings from its ``_fmt_map``: each
+   interval bound rounded to two significant digits on its own (a log joint's bounds -2734.5 and
+   -2712.3 both show as -2700), a mean to the decimals of twice its MCSE (a constant's 0.5, MCSE 0,
+   shows as 0). :func:`readable_summary` gives the bounds the precision of the row's sd and
+   constants their value. ArviZ 0.x rounds every number to ``round_to=2`` decimals: nothing to do.
+
+Every wrapper keeps PyMC's function as ``__wrapped__`` and is marked ``_pmp_guard``; each installs
+itself only if the function it wraps exists with the parameters it relies on (else it returns False
+and ``tests/test_compat.py`` fails), and models without a partition pass straight through.
 """
 
 from __future__ import annotations
 
 import contextlib
+import contextvars
+import functools
 import inspect
 import json
 import os
@@ -113,7 +150,12 @@ __all__ = [
     "guard_forward_sampling",
     "guard_convergence_checks",
     "guard_variable_order",
+    "guard_step_assignment",
+    "guard_smc",
+    "guard_find_map",
     "order_variables",
+    "readable_summary",
+    "concat_summaries",
     "forward_sampling_guarded",
     "ChainSetupMixin",
     "setup_chain",
@@ -125,6 +167,7 @@ __all__ = [
     "group_names",
     "add_groups",
     "new_result",
+    "outside_model_contexts",
     "save",
     "load",
 ]
@@ -193,6 +236,23 @@ class ChainSetupMixin:
 
     def reset_chain(self, tune: int | None, draws: int | None) -> None:
         """Reset per-chain state; override. Called after ``self.rng`` is set."""
+
+
+@contextlib.contextmanager
+def outside_model_contexts():
+    """Run a block with no ``with model:`` context active (restored afterwards, also on errors), so
+    that the models it builds are models of their own, not sub-models of the caller's."""
+    manager = getattr(getattr(pymc.model, "core", None), "MODEL_MANAGER", None)
+    stack = getattr(manager, "active_contexts", None)
+    if not isinstance(stack, list):
+        raise RuntimeError("pymc_partitions: this PyMC keeps no pymc.model.core.MODEL_MANAGER.active_contexts list; "
+                           "call this function outside any 'with model:' block")
+    saved = stack[:]
+    stack.clear()
+    try:
+        yield
+    finally:
+        stack[:] = saved
 
 
 def setup_chain(step, rng=None, tune: int = 0, draws: int = 0) -> None:
@@ -290,8 +350,9 @@ def order_variables(ds: xr.Dataset, model) -> xr.Dataset:
 
 
 def guard_variable_order() -> bool:
-    """Put label-invariant quantities before the labels in the groups PyMC builds (difference 9).
-    Idempotent; returns whether the hook is in place."""
+    """Put label-invariant quantities before the labels in the groups PyMC builds, and record in
+    them which variables are partitions (difference 9). Idempotent; returns whether the hook is in
+    place."""
     import pymc.backends.arviz as backend  # noqa: PLC0415
 
     converter = getattr(backend, "DataTreeConverter", None) or getattr(backend, "InferenceDataConverter", None)
@@ -311,19 +372,248 @@ def guard_variable_order() -> bool:
 
 def _ordering_wrapper(original):
     def convert(self, *args, **kwargs):
+        from .results import record_partitions  # noqa: PLC0415
+
         out = original(self, *args, **kwargs)
         model = getattr(self, "model", None)
+
+        def place(ds):
+            return record_partitions(order_variables(ds, model), model)
+
         if isinstance(out, tuple):
-            return tuple(order_variables(ds, model) for ds in out)
+            return tuple(place(ds) for ds in out)
         if isinstance(out, dict):
-            return {k: order_variables(ds, model) for k, ds in out.items()}
-        return order_variables(out, model)
+            return {k: place(ds) for k, ds in out.items()}
+        return place(out)
 
     convert._pmp_guard = True
     convert.__wrapped__ = original
     convert.__name__ = original.__name__
     convert.__doc__ = original.__doc__
     return convert
+
+
+def _bind(signature, args, kwargs):
+    """``signature.bind(*args, **kwargs)`` with defaults applied, or ``None`` if they do not fit
+    (then the wrapper leaves the call to PyMC, which reports the error)."""
+    try:
+        bound = signature.bind(*args, **kwargs)
+    except TypeError:
+        return None
+    bound.apply_defaults()
+    return bound
+
+
+def _wrap(original, wrapper):
+    wrapper._pmp_guard = True
+    wrapper.__wrapped__ = original
+    wrapper.__name__ = getattr(original, "__name__", wrapper.__name__)
+    wrapper.__doc__ = getattr(original, "__doc__", None)
+    return wrapper
+
+
+def guard_step_assignment() -> bool:
+    """Refuse step assignments that would sample a partition wrongly, before ``pm.sample`` runs
+    (difference 10). Idempotent; returns whether the hook is in place.
+
+    Wraps ``pymc.sampling.mcmc.assign_step_methods(model, step=None, methods=None)``, which
+    ``pm.sample`` calls (looked up in that module at call time, both lines) with the steps given
+    in ``step=`` before instantiating the others. PyMC offers no hook for a variable to refuse a
+    step method: ``competence`` is asked only for variables no step was given for, so
+    ``step=pm.Metropolis([z])`` or ``pm.Slice([z])`` is accepted, and samples each partition in
+    proportion to its number of labellings (its log density is that of the partition, given to
+    every label vector), or not at all. The wrapper passes the model and the given steps to
+    :func:`~pymc_partitions.pymc.steps.check_partition_steps` (which refuses steps of other
+    packages on a partition, and a partition given to two steps of one class), then calls PyMC.
+    Models without a partition, and ``step=None``, go straight to PyMC.
+    """
+    import pymc.sampling.mcmc as mcmc  # noqa: PLC0415
+
+    original = getattr(mcmc, "assign_step_methods", None)
+    if original is None:
+        return False
+    if getattr(original, "_pmp_guard", False):
+        return True
+    try:
+        signature = inspect.signature(original)
+    except (TypeError, ValueError):
+        return False
+    if list(signature.parameters)[:2] != ["model", "step"]:
+        return False
+
+    def assign_step_methods(*args, **kwargs):
+        bound = _bind(signature, args, kwargs)
+        if bound is not None and bound.arguments.get("step") is not None:
+            from .steps import check_partition_steps  # noqa: PLC0415
+
+            check_partition_steps(bound.arguments["model"], bound.arguments["step"])
+        return original(*args, **kwargs)
+
+    mcmc.assign_step_methods = _wrap(original, assign_step_methods)
+    return True
+
+
+def guard_smc() -> bool:
+    """Make ``pm.sample_smc`` refuse models with a partition (difference 11). Idempotent; returns
+    whether the hook is in place.
+
+    ``pm.sample_smc`` (``pymc/smc/sampling.py``, both lines) builds its kernel in the calling
+    process, ``kernel(draws=..., start=None, model=model, random_seed=..., **kernel_kwargs)``, and
+    every kernel (IMH, MH, a user's) derives from ``pymc.smc.kernels.SMC_KERNEL``, whose
+    ``__init__(self, draws, start, model, random_seed, threshold, compile_kwargs)`` reads the model.
+    Its proposals are continuous (a Gaussian fitted to the particles), which cannot move the
+    labels: every draw kept its starting partition, one block, without a word. PyMC gives a model
+    variable no say in SMC, so ``SMC_KERNEL.__init__`` is wrapped: with a partition in the model it
+    raises :func:`~pymc_partitions.pymc.steps.refuse_partition`'s ``NotImplementedError`` before
+    anything runs; other models go straight to PyMC.
+    """
+    try:
+        from pymc.smc.kernels import SMC_KERNEL  # noqa: PLC0415
+    except ImportError:
+        return False
+    original = SMC_KERNEL.__dict__.get("__init__")
+    if original is None:
+        return False
+    if getattr(original, "_pmp_guard", False):
+        return True
+    try:
+        signature = inspect.signature(original)
+    except (TypeError, ValueError):
+        return False
+    if "model" not in signature.parameters:
+        return False
+
+    def __init__(*args, **kwargs):
+        bound = _bind(signature, args, kwargs)
+        if bound is not None:
+            from .steps import refuse_partition  # noqa: PLC0415
+
+            refuse_partition(pymc.modelcontext(bound.arguments["model"]), "pm.sample_smc")
+        return original(*args, **kwargs)
+
+    SMC_KERNEL.__init__ = _wrap(original, __init__)
+    return True
+
+
+def guard_find_map() -> bool:
+    """Make ``pm.find_MAP`` refuse to pass off a conditional mode as a MAP on models with a
+    partition (difference 12). Idempotent; returns whether the hook is in place.
+
+    ``pm.find_MAP`` (``pymc/tuning/starting.py``; ``(start=None, vars=None, ..., model=None)`` in
+    PyMC 5, ``(method, *, vars=None, initvals=None, ..., model=None, **optimizer_kwargs)`` in PyMC 6,
+    which still takes ``start=`` as a deprecated alias) optimises the continuous variables by default
+    and keeps every other variable at its start (default: the model's initial point): a partition
+    stays at its starting labels, one block, and the result --
+    alpha about 1e-6 for a CRP -- is the mode given one block, not a MAP of the model. It has no
+    hook, so the function is wrapped, in ``pymc.tuning.starting`` and where PyMC re-exports it
+    (``pymc.tuning``, ``pymc``; a ``from pymc import find_MAP`` made before importing
+    pymc_partitions keeps PyMC's own). With a partition in the model the call is refused unless
+    the start (``start`` / ``initvals``) gives every partition's labels (then it is the mode given
+    those labels, as asked),
+    and always if ``vars`` names a partition (Powell would move the labels as real numbers); see
+    :func:`~pymc_partitions.pymc.steps.check_find_map`. Other models go straight to PyMC.
+    """
+    import pymc.tuning as tuning  # noqa: PLC0415
+    import pymc.tuning.starting as starting  # noqa: PLC0415
+
+    original = getattr(starting, "find_MAP", None)
+    if original is None:
+        return False
+    if getattr(original, "_pmp_guard", False):
+        return True
+    try:
+        signature = inspect.signature(original)
+    except (TypeError, ValueError):
+        return False
+    params = signature.parameters
+    start_name = "start" if "start" in params else "initvals" if "initvals" in params else None  # PyMC 5 / 6
+    if start_name is None or not {"vars", "model"} <= set(params):
+        return False
+    extra = next((name for name, p in params.items() if p.kind is p.VAR_KEYWORD), None)
+
+    def find_MAP(*args, **kwargs):  # noqa: N802 - PyMC's name
+        bound = _bind(signature, args, kwargs)
+        if bound is not None:
+            from .steps import check_find_map  # noqa: PLC0415
+
+            given = bound.arguments
+            start = given[start_name]
+            if start is None and extra is not None:  # PyMC 6 still takes start= (deprecated), or a dict first
+                start = given.get(extra, {}).get("start")
+                if start is None and isinstance(given.get("method"), dict):
+                    start = given["method"]
+            check_find_map(pymc.modelcontext(given["model"]), start, given["vars"], start_name)
+        return original(*args, **kwargs)
+
+    wrapped = _wrap(original, find_MAP)
+    starting.find_MAP = wrapped
+    for module in (tuning, pymc):
+        if getattr(module, "find_MAP", None) is original:
+            module.find_MAP = wrapped
+    return True
+
+
+def concat_summaries(tables, order):
+    """One ``az.summary`` table from summaries of disjoint sets of variables (same keywords), rows
+    (or, for ArviZ 0.x's ``fmt="long"``, columns; for ``fmt="xarray"``, variables) in the order of
+    the variable names ``order``. ArviZ 1.x's display strings (``_fmt_map``, difference 10) are
+    merged, which ``pandas.concat`` alone would drop."""
+    import pandas as pd  # noqa: PLC0415
+
+    if len(tables) == 1:
+        return tables[0]
+    if all(isinstance(t, xr.Dataset) for t in tables):
+        return xr.merge(tables)[[v for v in order if any(v in t for t in tables)]]
+    rank = {name: i for i, name in enumerate(order)}
+    wide = any(c in tables[0].columns for c in ("mean", "median", "sd", "r_hat", "ess_bulk", "ess_tail",
+                                                 "mcse_mean"))
+    table = pd.concat(tables, axis=0 if wide else 1)
+    labels = list(table.index if wide else table.columns)
+    keys = sorted(range(len(labels)), key=lambda i: (rank.get(str(labels[i]).split("[", 1)[0], len(rank)), i))
+    table = table.iloc[keys] if wide else table.iloc[:, keys]
+    maps = [getattr(t, "_fmt_map", None) for t in tables]
+    if wide and all(isinstance(m, dict) for m in maps):
+        merged = {}
+        for m in maps:
+            for col, cells in m.items():
+                merged.setdefault(col, {}).update(cells)
+        table = type(tables[0])(table)
+        table._fmt_map = merged
+    return table
+
+
+def readable_summary(table, constant=()):
+    """``table`` (an ``az.summary``) with the displayed interval bounds at the precision of each
+    row's sd (two significant digits of it) and the rows ``constant`` showing their value
+    (difference 10). Only ArviZ 1.x's display strings change (its ``_fmt_map``, when present); the
+    numbers and any other table are left as they are."""
+    fmt = getattr(table, "_fmt_map", None)
+    if not isinstance(fmt, dict):
+        return table
+    columns = [str(c) for c in table.columns]
+    spread = next((c for c in ("sd", "mad") if c in columns), None)
+    bounds = [c for c in columns if c.endswith(("_lb", "_ub"))]
+    values = [c for c in ("mean", "median", *bounds) if c in columns]
+    spreads = [c for c in columns if c in ("sd", "mad") or c.startswith("mcse_")]
+    for row in table.index:
+        if row in constant:  # its value, and no spread (not the sum's rounding error, e.g. 3.6e-15)
+            for col in values:
+                value = float(table.loc[row, col])
+                fmt.setdefault(col, {})[row] = f"{value:.6g}" if np.isfinite(value) else str(value)
+            for col in spreads:
+                if np.isfinite(float(table.loc[row, col])):
+                    fmt.setdefault(col, {})[row] = "0"
+            continue
+        sd = float(table.loc[row, spread]) if spread else np.nan
+        if not (np.isfinite(sd) and sd > 0):
+            continue
+        decimals = max(0, 1 - int(np.floor(np.log10(sd))))
+        for col in bounds:
+            value = float(table.loc[row, col])
+            if np.isfinite(value):
+                text = f"{value:.{decimals}f}"
+                fmt.setdefault(col, {})[row] = text.rstrip("0").rstrip(".") if "." in text else text
+    return table
 
 
 #: Why forward draws of collapsed likelihoods are refused when :func:`guard_forward_sampling` could
@@ -348,17 +638,23 @@ def guard_forward_sampling() -> bool:
     Wraps ``pymc.sampling.forward.compile_forward_sampling_function`` (and its re-export in
     ``pymc.sampling``). In the graph it is asked to compile, every variable ``rv`` whose op has
     ``posterior_replicate(rv)`` and ``partition_input(rv)`` (the collapsed likelihoods) and whose
-    partition is among ``vars_in_trace`` is replaced by ``op.posterior_replicate(rv)``: cluster
-    parameters drawn from their conditional posterior given the labels and the observed data. Should
-    PyMC decide to draw that partition anew after all (it returns it among the variables it
+    partition is among ``vars_in_trace`` is replaced by ``op.posterior_replicate(rv, data, hyper)``:
+    cluster parameters drawn from their conditional posterior given the labels and the observed data.
+    Should PyMC decide to draw that partition anew after all (it returns it among the variables it
     resamples: a trace variable with a resampled ancestor on PyMC 5, ``sample_vars`` on PyMC 6),
     the function is compiled again without that replacement (a prior predictive draw, which is
     then right). The prior predictive (``vars_in_trace=[]``) is untouched.
 
-    The observed data and data-valued hyperparameters must be those the posterior was fitted to:
-    a ``pm.Data`` that ``pm.set_data`` changed since sampling, or whose value at sampling time the
-    trace does not record (``constant_data``), is refused with an error naming
-    ``pmp.sample_posterior_predictive``, which reads the data from the result itself.
+    The labels of the posterior belong to the data it was fitted to, so the replicates are drawn
+    given the data *at sampling time*, whatever ``pm.set_data`` did since: the observed values are
+    the result's ``observed_data`` (where PyMC records an observation held in a ``pm.Data``: a
+    data container observed as it is, e.g. (n, D), is in no other group), and every ``pm.Data`` of
+    a data-valued hyperparameter (or of an observation computed from one) is its value in the
+    result's ``constant_data``. PyMC passes the latter to the compiler but not the former, so
+    ``pm.sample_posterior_predictive`` is wrapped too (:func:`_posterior_predictive_wrapper`) to
+    hand the result's ``observed_data`` to the compiler. A likelihood whose data at sampling time
+    the trace does not record (a bare posterior Dataset or list of points) is refused, naming
+    ``pmp.sample_posterior_predictive``.
 
     Fail-safe: if the function is missing, has other parameters, or ``sample_posterior_predictive``
     no longer calls it, nothing is wrapped and the collapsed likelihoods refuse every forward draw
@@ -373,7 +669,8 @@ def guard_forward_sampling() -> bool:
         return _FORWARD_STATE["guarded"]
     try:
         params = inspect.signature(original).parameters
-        callers = [forward.sample_posterior_predictive.__code__.co_names, forward.sample_prior_predictive.__code__.co_names]
+        callers = [inspect.unwrap(forward.sample_posterior_predictive).__code__.co_names,
+                   inspect.unwrap(forward.sample_prior_predictive).__code__.co_names]
     except (TypeError, ValueError, AttributeError):
         return False
     if list(params)[:2] != ["outputs", "vars_in_trace"] or not all(
@@ -383,8 +680,90 @@ def guard_forward_sampling() -> bool:
     forward.compile_forward_sampling_function = wrapped
     if getattr(sampling, "compile_forward_sampling_function", None) is original:
         sampling.compile_forward_sampling_function = wrapped
+    _guard_posterior_predictive(forward, sampling)
     _FORWARD_STATE["guarded"] = True
     return True
+
+
+#: The ``observed_data`` group of the result ``pm.sample_posterior_predictive`` is drawing from, while
+#: it runs (None outside it, or for a trace that is not a whole result): the observed values at
+#: sampling time, which PyMC does not pass to the forward-sampling compiler.
+_OBSERVED_AT_SAMPLING: contextvars.ContextVar = contextvars.ContextVar("pmp_observed_at_sampling", default=None)
+
+
+def _guard_posterior_predictive(forward, sampling) -> bool:
+    """Wrap ``pm.sample_posterior_predictive`` (every module attribute that is that function) with
+    :func:`_posterior_predictive_wrapper`; False when its first parameters are not ``(trace, model)``
+    (then likelihoods observed through a ``pm.Data`` are refused, as with a bare posterior)."""
+    original = getattr(forward, "sample_posterior_predictive", None)
+    if original is None or getattr(original, "_pmp_guard", False):
+        return original is not None
+    try:
+        signature = inspect.signature(original)
+    except (TypeError, ValueError):
+        return False
+    if list(signature.parameters)[:2] != ["trace", "model"]:
+        return False
+    wrapped = _posterior_predictive_wrapper(original, signature)
+    for module in (forward, sampling, pymc):
+        if getattr(module, "sample_posterior_predictive", None) is original:
+            module.sample_posterior_predictive = wrapped
+    return True
+
+
+def _posterior_predictive_wrapper(original, signature):
+    """``pm.sample_posterior_predictive`` that (1) hands the result's ``observed_data`` to the
+    forward-sampling compiler (:data:`_OBSERVED_AT_SAMPLING`) and (2) leaves the model as it found
+    it: PyMC 5.28 appends every observed variable once more to ``model.observed_RVs`` when the
+    trace has an ``observed_data`` group (``observed_vars = model.observed_RVs; observed_vars +=
+    [...]`` tests a *name* against a list of variables), after which ``model.logp()`` and
+    ``pm.sample`` fail with "Cannot convert None to a tensor variable"; the lists are restored
+    here, on success and on error alike."""
+
+    @functools.wraps(original)
+    def sample_posterior_predictive(*args, **kwargs):
+        try:
+            bound = signature.bind(*args, **kwargs)
+        except TypeError:  # PyMC's own error
+            return original(*args, **kwargs)
+        kept = _observed_lists(bound.arguments.get("model"))
+        token = _OBSERVED_AT_SAMPLING.set(_observed_group(bound.arguments.get("trace")))
+        try:
+            return original(*args, **kwargs)
+        finally:
+            _OBSERVED_AT_SAMPLING.reset(token)
+            for current, before in kept:
+                if len(current) != len(before) or any(a is not b for a, b in zip(current, before)):
+                    list.__delitem__(current, slice(None))  # list's own methods: a PyMC treelist
+                    list.extend(current, before)  # would pass them on to the parent model
+
+    sample_posterior_predictive._pmp_guard = True
+    return sample_posterior_predictive
+
+
+def _observed_lists(model) -> list[tuple[list, list]]:
+    """(list, copy) of ``observed_RVs`` of the model (given or in context) and of its parents."""
+    if model is None:
+        try:
+            model = pymc.modelcontext(None)
+        except TypeError:
+            return []
+    kept = []
+    while isinstance(model, pymc.Model):
+        if isinstance(model.observed_RVs, list):
+            kept.append((model.observed_RVs, list(model.observed_RVs)))
+        model = getattr(model, "parent", None)
+    return kept
+
+
+def _observed_group(trace):
+    """The ``observed_data`` group of a whole result as a Dataset; None for anything else."""
+    try:
+        if (is_datatree(trace) or is_inferencedata(trace)) and "observed_data" in group_names(trace):
+            return posterior_dataset(trace, "observed_data")
+    except Exception:  # noqa: BLE001  - not a result we can read: PyMC decides what to do with it
+        return None
+    return None
 
 
 def _forward_sampling_wrapper(original, signature):
@@ -395,9 +774,11 @@ def _forward_sampling_wrapper(original, signature):
         given = [rv for rv in _replaceable(outputs) if rv.owner.op.partition_input(rv) in in_trace]
         if not given:
             return original(*args, **kwargs)
+        fitted = {rv: _fitted_inputs(rv, _OBSERVED_AT_SAMPLING.get(), bound.arguments.get("constant_data") or {})
+                  for rv in given}
         while True:
             bound.arguments["outputs"] = _replace_downstream(
-                outputs, {rv: rv.owner.op.posterior_replicate(rv) for rv in given})
+                outputs, {rv: rv.owner.op.posterior_replicate(rv, *fitted[rv][:2]) for rv in given})
             fn, resampled = original(*bound.args, **bound.kwargs)
             redrawn = [rv for rv in given if rv.owner.op.partition_input(rv) in resampled]
             if not redrawn:
@@ -406,7 +787,9 @@ def _forward_sampling_wrapper(original, signature):
             if not given:
                 bound.arguments["outputs"] = outputs
                 return original(*bound.args, **bound.kwargs)
-        _check_fitted_data(given, bound.arguments.get("constant_data") or {})
+        refused = [fitted[rv][2] for rv in given if fitted[rv][2] is not None]
+        if refused:
+            raise ValueError(refused[0])
         return fn, set(resampled) | set(given)
 
     compile_forward_sampling_function._pmp_guard = True
@@ -421,9 +804,10 @@ def _replaceable(outputs):
             and hasattr(v.owner.op, "partition_input") and v is v.owner.outputs[1]]
 
 
-def _replace_downstream(outputs, replacements):
+def _replace_downstream(outputs, replacements, *, keep_random=False):
     """``outputs`` with ``replacements`` applied, cloning only the nodes between them (the rest of
-    the graph, trace variables included, keeps its identity)."""
+    the graph, trace variables included, keeps its identity). A random variable downstream of a
+    replacement is refused, or with ``keep_random`` kept as it is (its value comes from the trace)."""
     from pytensor.graph.traversal import toposort  # noqa: PLC0415
     from pytensor.tensor.random.op import RandomVariable  # noqa: PLC0415
 
@@ -432,6 +816,8 @@ def _replace_downstream(outputs, replacements):
         if not any(i in memo for i in node.inputs):
             continue
         if isinstance(node.op, RandomVariable):
+            if keep_random:
+                continue
             raise NotImplementedError(
                 f"a random variable ({node.outputs[1].name or node.op}) depends on the collapsed likelihood(s) "
                 f"{sorted(rv.name for rv in replacements)}: pm.sample_posterior_predictive cannot redraw it. "
@@ -441,41 +827,85 @@ def _replace_downstream(outputs, replacements):
     return [memo.get(o, o) for o in outputs]
 
 
-def _check_fitted_data(likelihoods, constant_data):
-    """Refuse when data behind ``likelihoods`` (observed data, data-valued hyperparameters) changed
-    since sampling or their value at sampling time is unknown; ``constant_data`` maps variables
-    (PyMC 6) or names (PyMC 5) to the values the result recorded."""
+def _shared_data(outputs) -> list:
+    """The data containers (shared variables other than random generators) ``outputs`` are computed
+    from, not looking past random variables (their values come from the trace)."""
     from pytensor.compile.sharedvalue import SharedVariable  # noqa: PLC0415
     from pytensor.tensor.random.op import RandomVariable  # noqa: PLC0415
     from pytensor.tensor.random.type import RandomType  # noqa: PLC0415
 
-    for rv in likelihoods:
-        stack, seen = [rv.tag.observations, *rv.owner.inputs[3:]], set()
-        while stack:
-            var = stack.pop()
-            if var in seen:
-                continue
-            seen.add(var)
-            if var.owner is not None:
-                if not isinstance(var.owner.op, RandomVariable):
-                    stack.extend(var.owner.inputs)
-                continue
-            if not isinstance(var, SharedVariable) or isinstance(var.type, RandomType):
-                continue
-            fitted = constant_data.get(var, constant_data.get(var.name)) if var.name else constant_data.get(var)
-            remedy = ("Use pmp.sample_posterior_predictive(result, model), which reads the data the posterior "
-                      "was fitted to from the result")
-            if fitted is None:
-                raise ValueError(
-                    f"pm.sample_posterior_predictive: {rv.name!r} depends on the data {var.name!r}, whose value at "
-                    "sampling time the trace does not record (pass the whole result of pm.sample, with its "
-                    f"constant_data group), so its replicates cannot be drawn given the right data. {remedy}.")
-            if not np.array_equal(np.asarray(fitted), np.asarray(var.get_value(borrow=True))):
-                raise ValueError(
-                    f"pm.sample_posterior_predictive: the data {var.name!r} of {rv.name!r} changed since sampling "
-                    "(pm.set_data). The posterior's labels belong to the data it was fitted to, and replicated "
-                    f"data must be drawn given those. Set the data back, or: {remedy}. For new items use "
-                    "pmp.predictive_density or pmp.join_probabilities.")
+    stack, seen, found = list(outputs), set(), []
+    while stack:
+        var = stack.pop()
+        if var in seen:
+            continue
+        seen.add(var)
+        if var.owner is not None:
+            if not isinstance(var.owner.op, RandomVariable):
+                stack.extend(var.owner.inputs)
+        elif isinstance(var, SharedVariable) and not isinstance(var.type, RandomType):
+            found.append(var)
+    return found
+
+
+_REMEDY_FITTED = ("Pass the whole result of pm.sample (it records them in its observed_data and constant_data "
+                  "groups), or use pmp.sample_posterior_predictive(result, model)")
+
+
+def _fitted_inputs(rv, observed, constant_data):
+    """(observed data, hyperparameters, refusal) of the collapsed likelihood ``rv`` as they were at
+    sampling time: every data container replaced by a constant of its recorded value. ``observed``:
+    the result's ``observed_data`` (or None); ``constant_data``: what PyMC passes its compiler, keyed
+    by variable (PyMC 6) or by name (PyMC 5). ``refusal`` (a message) when a value is not recorded;
+    the data and hyperparameters are then the current ones (used only if the partition is drawn anew)."""
+    import pytensor.tensor as pt  # noqa: PLC0415
+
+    op = rv.owner.op
+    data, hyper = rv.tag.observations, list(rv.owner.inputs[3:])
+    unknown = []
+    if _shared_data([data]):
+        if observed is not None and rv.name in observed.data_vars:
+            from .distributions import partition_size  # noqa: PLC0415
+
+            try:
+                value = op.check_observed(rv, np.asarray(observed[rv.name].values),
+                                          partition_size(op.partition_input(rv)), op.data_dim(rv))
+            except (TypeError, ValueError) as err:
+                return data, hyper, (f"pm.sample_posterior_predictive: the result's observed_data of {rv.name!r} is "
+                                     f"not data of this model's likelihood ({err}). {_REMEDY_FITTED}.")
+            data = pt.constant(np.asarray(value, dtype=data.dtype))
+        else:
+            data, missing = _at_sampling_time([data], constant_data)
+            data, unknown = data[0], unknown + missing
+    hyper, missing = _at_sampling_time(hyper, constant_data)
+    unknown += [v for v in missing if v not in unknown]
+    if unknown:
+        return data, hyper, (
+            f"pm.sample_posterior_predictive: {rv.name!r} depends on the data {unknown}, whose value at sampling "
+            "time the trace does not record, so its replicates cannot be drawn given the data the posterior was "
+            f"fitted to. {_REMEDY_FITTED}.")
+    return data, hyper, None
+
+
+def _at_sampling_time(outputs, constant_data):
+    """(``outputs`` with each data container replaced by a constant of its value in ``constant_data``,
+    names of the containers it does not hold, which are left as they are)."""
+    import pytensor.tensor as pt  # noqa: PLC0415
+
+    replace, unknown = {}, []
+    for var in _shared_data(outputs):
+        fitted = constant_data.get(var, constant_data.get(var.name)) if var.name else constant_data.get(var)
+        if fitted is None:
+            unknown.append(var.name or str(var))
+            continue
+        value = np.asarray(fitted, dtype=var.dtype)
+        if value.ndim != var.type.ndim:
+            unknown.append(var.name or str(var))
+            continue
+        replace[var] = pt.constant(value, name=var.name)
+    if not replace:
+        return list(outputs), unknown
+    return _replace_downstream(list(outputs), replace, keep_random=True), unknown
 
 
 # ---------------------------------------------------------------------------------------

@@ -58,7 +58,7 @@ def _plan(posterior, var_names, partitions, model, owner):
         raise ValueError(f"{owner}: variables {missing} are not in the posterior (it has {list(posterior.data_vars)})")
     values = {v: _variable_draws(posterior, v, owner, "W2 needs real numbers or labels",
                                  " (leave it out with var_names=)") for v in names}
-    parts, source = _partition_names(values, names, partitions, model, owner)
+    parts, source = _partition_names(values, names, partitions, model, owner, posterior=posterior)
     labels = {p: _labels(values[p], p, owner) for p in parts}
     # by default, not the label-invariant Deterministics of a pmp.Partition (functions of its draws),
     # whether or not it is treated as a partition here

@@ -84,7 +84,10 @@ class PartitionRV(RandomVariable):
 
 partition_rv = PartitionRV()
 
-_INITVAL_STRINGS = ("one_block", "singletons", "prior")
+_INITVAL_STRINGS = ("dispersed", "prior", "one_block", "singletons")
+
+#: Labels of a ``"dispersed"`` start are drawn uniformly from this many (at most n, at most k).
+DISPERSED_BLOCKS = 32
 
 
 class Partition(pm.Discrete):
@@ -101,10 +104,19 @@ class Partition(pm.Discrete):
         Parameters may be numbers or PyMC random variables.
     n : int
         Number of items.
-    initval : {"one_block", "singletons", "prior"} or array, default "one_block"
-        Starting partition for sampling. It must lie in the prior's support: with
+    initval : {"dispersed", "prior", "one_block", "singletons"} or array, default "dispersed"
+        Starting partition for sampling. ``"dispersed"``: each chain of ``pm.sample`` starts from
+        its own random partition, every item's label drawn uniformly from
+        ``min(n, 32)`` labels (at most ``k`` for a finite Dirichlet prior), reproducible from
+        ``random_seed``. Chains that start apart let R-hat see a chain stuck where the others
+        are not, and from many small mixed blocks collapsed Gibbs finds structure it cannot
+        reach by splitting one block (:doc:`steps`). ``"prior"``: each chain from its own
+        draw from the prior (at the starting values of the prior's parameters);
+        ``"one_block"``: every item in one block (the same start for every chain);
+        ``"singletons"``: every item alone. It must lie in the prior's support: with
         ``FiniteDirichlet(alpha, k)`` at most ``k`` blocks (``"singletons"`` needs ``n <= k``).
-        Labels given here or through ``pm.sample(initvals=...)`` must be integers in [0, n).
+        Labels given here or through ``pm.sample(initvals=...)`` (which win over this) must be
+        integers in [0, n).
     dims : str or tuple of one str, optional
         Name of the item dimension (registered with coordinates 0 .. n-1 if the model does not
         have it; if it does, it must have length n). Default ``"item"`` (with coordinates 0 .. n-1, or the
@@ -129,7 +141,7 @@ class Partition(pm.Discrete):
 
     rv_op = partition_rv
 
-    def __new__(cls, name, prior, n, *args, initval="one_block", invariants=True, **kwargs):
+    def __new__(cls, name, prior, n, *args, initval="dispersed", invariants=True, **kwargs):
         n = _check_n(n)
         invariants = _checks.boolean("invariants", invariants, owner=f"Partition {name!r}")
         if kwargs.get("size") is not None:
@@ -141,7 +153,7 @@ class Partition(pm.Discrete):
                 and n > prior.k:
             raise ValueError(f"Partition {name!r}: initval='singletons' has n={n} blocks but the FiniteDirichlet prior "
                              f"allows at most k={prior.k}")
-        initval = _partition_initval(name, initval, n)
+        initval = _partition_initval(name, initval, n, prior.k if isinstance(prior, PartitionPrior) else 0)
         if isinstance(initval, np.ndarray) and isinstance(prior, PartitionPrior):
             _check_support(name, initval, prior.k)
         model = pm.Model.get_context(error_if_none=False)
@@ -180,12 +192,12 @@ class Partition(pm.Discrete):
         sizes = pt.zeros(n_static, dtype="int64")[pt.clip(value, 0, n_static - 1)].inc(1)
         lp = symbolic_log_eppf(code, sizes, n_static, alpha, discount, k_static)
         lp = pt.switch(in_range, lp, -np.inf)
+        # priors.valid_parameters: alpha = 0 and discount = 1 are what values inside round to (limits)
         if code == PITMAN_YOR:
-            valid = [pt.ge(discount, 0), pt.lt(discount, 1), pt.gt(alpha, -discount)]
-            if _is_zero(discount):
-                valid.append(pt.gt(alpha, 0))
+            valid = [pt.ge(discount, 0), pt.le(discount, 1),
+                     pt.gt(alpha, -discount) | (pt.eq(discount, 0) & pt.eq(alpha, 0))]
         else:
-            valid = [pt.gt(alpha, 0)]
+            valid = [pt.ge(alpha, 0)]
         return check_parameters(lp, *valid, msg="alpha > 0 (alpha > -discount for Pitman-Yor), 0 <= discount < 1")
 
 
@@ -257,19 +269,19 @@ def prior_parameter_model(var):
     return model if model is not None else pm.Model.get_context(error_if_none=False)
 
 
-def _is_zero(var):
-    v = constant_value(var)
-    return v is not None and float(v) == 0.0
-
-
 def _check_n(n):
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
         raise ValueError(f"Partition: n must be a positive integer, got n={n!r}")
     return int(n)
 
 
-def _partition_initval(name, initval, n):
-    if initval is None or (isinstance(initval, str) and initval in ("one_block", "support_point", "moment")):
+def _partition_initval(name, initval, n, k):
+    """What PyMC gets as the starting value: labels, ``"prior"`` (PyMC's strategy: a draw of the
+    variable), or for ``"dispersed"`` a random graph of labels; PyMC reseeds the random generators
+    of a starting value per chain from ``random_seed`` (``pymc.initial_point``)."""
+    if initval is None or (isinstance(initval, str) and initval == "dispersed"):
+        return dispersed_labels(n, k)
+    if isinstance(initval, str) and initval in ("one_block", "support_point", "moment"):
         return np.zeros(n, np.int64)
     if isinstance(initval, str):
         if initval == "singletons":
@@ -278,6 +290,14 @@ def _partition_initval(name, initval, n):
             return "prior"
         raise ValueError(f"Partition {name!r}: initval must be one of {_INITVAL_STRINGS} or labels, got {initval!r}")
     return check_labels(name, initval, n)
+
+
+def dispersed_labels(n, k=0):
+    """A random label vector as a PyTensor graph: each of the ``n`` labels uniform on
+    ``min(n, DISPERSED_BLOCKS, k)`` values (``k = 0``: no bound); what ``initval="dispersed"``
+    starts each chain from."""
+    blocks = min(n, DISPERSED_BLOCKS, k) if k > 0 else min(n, DISPERSED_BLOCKS)
+    return pt.random.integers(0, blocks, size=(n,))
 
 
 def check_labels(name, labels, n):
@@ -305,6 +325,16 @@ def _check_support(name, labels, k):
 def partition_size(partition) -> int:
     """n of a Partition random variable."""
     return int(constant_value(partition.owner.inputs[-1]))
+
+
+def likelihood_names() -> str:
+    """The collapsed likelihoods of this package as text (``"pmp.NormalNormal, ..., or
+    pmp.DirichletCategorical"``), read from this module -- every public ``pm.Distribution`` whose op is a
+    :class:`CollapsedLikelihoodRV` -- so that messages list them all, whatever is added."""
+    names = [f"pmp.{name}" for name, obj in globals().items()
+             if isinstance(obj, type) and issubclass(obj, pm.Distribution) and not name.startswith("_")
+             and isinstance(getattr(obj, "rv_op", None), CollapsedLikelihoodRV)]
+    return ", ".join(names[:-1]) + " or " + names[-1]
 
 
 def is_partition(var) -> bool:
@@ -349,22 +379,28 @@ class CollapsedLikelihoodRV(RandomVariable):
         """The partition variable a likelihood ``rv`` depends on."""
         return rv.owner.inputs[2]
 
-    def posterior_replicate(self, rv):
+    def posterior_replicate(self, rv, data=None, hyper=None):
         """The variable that replaces the likelihood ``rv`` when its partition is given (posterior
         predictive sampling): replicated data whose cluster parameters are drawn from their
-        conditional posterior given the labels *and the observed data* (``rv.tag.observations``,
-        which PyMC sets on every observed variable). See :func:`.compat.guard_forward_sampling`."""
-        data = getattr(rv.tag, "observations", None)
-        if data is None:
+        conditional posterior given the labels *and the observed data* -- ``data`` (a variable), by
+        default ``rv.tag.observations``, which PyMC sets on every observed variable -- with the
+        hyperparameters ``hyper`` (variables; by default the likelihood's own). See
+        :func:`.compat.guard_forward_sampling`, which passes the values at sampling time."""
+        observations = getattr(rv.tag, "observations", None)
+        if observations is None:
             raise ValueError(f"{rv.name!r}: the collapsed likelihood has no observed data, so replicated data "
                              "cannot be drawn given its partition")
-        cached = _REPLICATES.get(rv)
+        rng, size, labels, *params = rv.owner.inputs
+        data = observations if data is None else data
+        hyper = params if hyper is None else list(hyper)
+        default = data is observations and len(hyper) == len(params) and all(a is b for a, b in zip(hyper, params))
+        cached = _REPLICATES.get(rv) if default else None
         if cached is not None and cached[0] is data and cached[1] == tuple(rv.owner.inputs):
             return cached[2]
-        rng, size, labels, *hyper = rv.owner.inputs
         out = _REPLICATE_OPS[type(self)].make_node(rng, size, labels, data, *hyper).outputs[1]
         out.name = rv.name
-        _REPLICATES[rv] = (data, tuple(rv.owner.inputs), out)
+        if default:
+            _REPLICATES[rv] = (data, tuple(rv.owner.inputs), out)
         return out
 
 
@@ -489,7 +525,7 @@ class BetaBernoulliNetworkRV(CollapsedLikelihoodRV):
                                   "parameters are defined for item-wise likelihoods only; for the block-pair "
                                   "probabilities use pymc_partitions.families.network.block_probabilities")
 
-    def posterior_replicate(self, rv):
+    def posterior_replicate(self, rv, data=None, hyper=None):
         raise NotImplementedError(_NETWORK_NO_FORWARD)
 
 
@@ -552,16 +588,29 @@ def _check_partition(name, partition):
     return partition_size(partition)
 
 
+_NO_IMPUTE = "collapsed likelihoods do not impute missing data: leave those items out"
+
+
 def _real_array(name, what, value, *, allow_bool=False) -> np.ndarray:
     """``value`` as a float64 array, refusing what numpy would silently convert or drop: complex
-    numbers (imaginary part), strings ("1.5"), masked entries (PyMC would impute them; a collapsed
-    likelihood cannot), and booleans unless ``allow_bool`` (data: False/True are 0/1)."""
+    numbers (imaginary part), strings ("1.5"), masked or missing entries (PyMC would impute them; a
+    collapsed likelihood cannot; pandas' nullable dtypes are read when nothing is missing), ragged
+    sequences, and booleans unless ``allow_bool`` (data: False/True are 0/1)."""
     if isinstance(value, np.ma.MaskedArray):
         if np.ma.count_masked(value):
-            raise ValueError(f"{name!r}: {what} has {np.ma.count_masked(value)} masked (missing) entries; collapsed "
-                             "likelihoods do not impute missing data: leave those items out")
+            raise ValueError(f"{name!r}: {what} has {np.ma.count_masked(value)} masked (missing) entries; {_NO_IMPUTE}")
         value = np.ma.getdata(value)
-    raw = np.asarray(value)
+    if hasattr(value, "isna") and hasattr(value, "to_numpy"):  # pandas: nullable dtypes hold pd.NA, not NaN
+        missing = int(np.asarray(value.isna()).sum())
+        if missing:
+            raise ValueError(f"{name!r}: {what} has {missing} missing values (NaN, None or pd.NA in the "
+                             f"{type(value).__name__}); {_NO_IMPUTE}")
+        value = value.to_numpy()
+    try:
+        raw = np.asarray(value)
+    except ValueError:  # numpy >= 1.24: "setting an array element with a sequence" (rows of unequal lengths)
+        raise ValueError(f"{name!r}: {what} must be a rectangular array of numbers, got a ragged sequence (rows of "
+                         "different lengths)") from None
     kind = raw.dtype.kind
     if kind == "O":
         flat = raw.reshape(-1)
@@ -629,6 +678,42 @@ def _check_observed(name, observed, n, *, binary=False):
     return symbolic_data, value
 
 
+def exact_integers(values) -> np.ndarray:
+    """Non-negative integer data (counts, categories, 0/1 values, edge lists; checked before) as
+    PyMC must receive them to store them exactly: uint64.
+
+    ``Model.make_obs_var`` converts observed data with ``pymc.pytensorf.convert_observed_data``,
+    whose ``smarttypeX`` turns every *signed* integer array into ``intX`` (int32 under the default
+    ``floatX = float64``) before casting to the variable's dtype: counts of 2^31 or more wrap modulo
+    2^32 (PyMC 5.28 and 6.4 alike). Unsigned arrays and floats pass through unchanged and are then
+    cast to the variable's int64 exactly (float would depend on ``floatX``). The values are at most
+    2^52 here (:func:`~pymc_partitions.families.predictive.check_counts`), so the cast is exact;
+    :func:`_stored_exactly` checks what PyMC stored."""
+    return np.asarray(values).astype(np.uint64)
+
+
+def _stored_exactly(rv, given):
+    """``rv`` once its observed value in the model equals ``given`` (numeric data; symbolic
+    ``pm.Data`` are passed through), else ``NotImplementedError``: a PyMC that converts observed
+    integers differently from :func:`exact_integers`'s description must not silently change them."""
+    if isinstance(given, Variable):
+        return rv
+    stored = constant_value(rv.tag.observations)
+    given = np.asarray(given)
+    if stored is None or stored.shape != given.shape or not np.array_equal(stored.astype(np.float64),
+                                                                          given.astype(np.float64)):
+        raise NotImplementedError(
+            f"{rv.name!r}: PyMC {pm.__version__} stored the observed integers differently from those given (e.g. "
+            "wrapped modulo 2^32): pymc_partitions does not know this PyMC's conversion of observed data. Please "
+            "report it; meanwhile keep integer data below 2^31")
+    return rv
+
+
+_INT32_DATA_HINT = (" (a pm.Data holding integers is stored by PyMC as int32, and pm.Data / pm.set_data wrap "
+                    "values of 2^31 or more modulo 2^32 before pymc_partitions sees them: give such counts as "
+                    "float64 arrays, which pm.Data keeps exactly)")
+
+
 def _check_representable(name, op, value, hyper):
     """Refuse, at model construction, data and fixed hyperparameters whose sufficient statistics or
     log densities overflow or underflow in the kernels (``FamilyPack.build`` checks them); with
@@ -638,10 +723,41 @@ def _check_representable(name, op, value, hyper):
     kernels.FamilyPack.build([op.kernel_part(value, *hyper)], n=value.shape[0], names=[name])
 
 
+def variable_shape(var) -> tuple:
+    """Shape of a PyTensor variable: the static one, completed by evaluating its shape graph (no
+    random draw needed) where entries are unknown; ``None`` entries remain where that fails."""
+    shape = tuple(var.type.shape)
+    if all(s is not None for s in shape):
+        return shape
+    try:
+        return tuple(int(s) for s in var.shape.eval())
+    except Exception:  # noqa: BLE001 - then PyMC reports a mismatch when it evaluates the model
+        return shape
+
+
+def _check_variable_shape(name, arg, var, fits, want):
+    """``var`` as a float64 tensor if its shape passes ``fits(shape)``, else ``ValueError`` naming the
+    argument, as for a numpy value (``want`` says what is expected)."""
+    var = pt.as_tensor_variable(var)
+    shape = variable_shape(var)
+    if not fits(shape):
+        raise ValueError(f"{name!r}: {arg} must be {want}, got a PyMC variable of shape {shape}")
+    return var.astype("float64")
+
+
+def _broadcasts_to(shape, target) -> bool:
+    """Whether an array of ``shape`` (entries may be ``None``: unknown) broadcasts to ``target``."""
+    if len(shape) > len(target):
+        return False
+    return all(s is None or s in (1, t) for s, t in zip(shape[::-1], target[::-1]))
+
+
 def _vector(name, arg, value, dim, *, positive=False):
     """Broadcast a hyperparameter to shape (dim,), validating numbers."""
     if isinstance(value, Variable):
-        return pt.broadcast_to(pt.as_tensor_variable(value).astype("float64"), (dim,))
+        var = _check_variable_shape(name, arg, value, lambda s: _broadcasts_to(s, (dim,)),
+                                    f"a scalar or have length D={dim}")
+        return pt.broadcast_to(var, (dim,))
     arr = _real_array(name, arg, value)
     try:
         arr = np.broadcast_to(arr, (dim,)).copy()
@@ -654,7 +770,7 @@ def _vector(name, arg, value, dim, *, positive=False):
 
 def _scalar(name, arg, value, *, greater=None):
     if isinstance(value, Variable):
-        return pt.as_tensor_variable(value).astype("float64")
+        return _check_variable_shape(name, arg, value, lambda s: s == (), "a scalar")
     arr = _real_array(name, arg, value)
     if arr.ndim != 0 or not np.isfinite(arr) or (greater is not None and not arr > greater):
         raise ValueError(f"{name!r}: {arg} must be a finite scalar > {greater}, got {value!r}")
@@ -663,7 +779,8 @@ def _scalar(name, arg, value, *, greater=None):
 
 def _spd(name, arg, value, dim):
     if isinstance(value, Variable):
-        return pt.as_tensor_variable(value).astype("float64")
+        return _check_variable_shape(name, arg, value, lambda s: len(s) == 2 and all(x in (None, dim) for x in s),
+                                     f"a {dim}x{dim} matrix")
     arr = _real_array(name, arg, value)
     if arr.ndim == 0:
         arr = float(arr) * np.eye(dim)
@@ -676,6 +793,39 @@ def _spd(name, arg, value, dim):
     except np.linalg.LinAlgError:
         raise ValueError(f"{name!r}: {arg} must be positive definite") from None
     return arr
+
+
+# ----------------------------------------------------------------------------- data-scaled hyperparameters
+
+#: The default ``within`` of the data-scaled hyperparameters is ``DEFAULT_SCALE_CLUSTERS ** (-2 / D)``.
+DEFAULT_SCALE_CLUSTERS = 3
+
+
+def _data_moments(owner: str, y) -> tuple[np.ndarray, np.ndarray]:
+    """(column means, column variances with ddof = 1) of data ``y``, (n,) or (n, D), checked."""
+    if isinstance(y, Variable):
+        raise TypeError(f"{owner}: y must be the data's values (a numpy array), not a PyTensor variable; "
+                        "for pm.Data pass the array you gave it")
+    y = _real_array(owner, "y", y, allow_bool=True)
+    if y.ndim == 1:
+        y = y[:, None]
+    if y.ndim != 2 or y.shape[1] == 0:
+        raise ValueError(f"{owner}: y must be 1-d or 2-d (n, D) with D >= 1, got shape {y.shape}")
+    if y.shape[0] < 2:
+        raise ValueError(f"{owner}: y needs at least 2 rows to have a variance, got {y.shape[0]}")
+    if not np.all(np.isfinite(y)):
+        raise ValueError(f"{owner}: y contains {int(np.sum(~np.isfinite(y)))} NaN or infinite values")
+    var = y.var(axis=0, ddof=1)
+    if not np.all(var > 0):
+        raise ValueError(f"{owner}: column(s) {np.flatnonzero(~(var > 0)).tolist()} of y are constant: "
+                         "they cannot inform a clustering; leave them out")
+    return y.mean(axis=0), var
+
+
+def _within(owner: str, within, dim: int) -> float:
+    if within is None:
+        return float(DEFAULT_SCALE_CLUSTERS ** (-2.0 / dim))
+    return _checks.real("within", within, low=0.0, high=1.0, low_open=True, high_open=True, owner=owner)
 
 
 class BetaBernoulliNetwork(pm.Discrete):
@@ -729,8 +879,10 @@ class BetaBernoulliNetwork(pm.Discrete):
         for key in ("shape", "size", "dims"):
             if kwargs.get(key) is not None:
                 raise TypeError(f"{name!r}: {key} is not supported (the value is the edge list)")
-        return super().__new__(cls, name, partition, *hyper, int(bool(directed)), n, edges.shape[0], observed=edges,
-                               **kwargs)
+        edges = exact_integers(edges)
+        rv = super().__new__(cls, name, partition, *hyper, int(bool(directed)), n, edges.shape[0], observed=edges,
+                             **kwargs)
+        return _stored_exactly(rv, edges)
 
     @classmethod
     def dist(cls, partition, a, b, directed, n, m, **kwargs):
@@ -791,6 +943,33 @@ class NormalNormal(pm.Continuous):
         lp = symbolic.normal_normal_logp(partition, value, mu0, sigma0, sigma)
         return check_parameters(lp, pt.all(sigma0 > 0), pt.all(sigma > 0), msg="sigma0 > 0, sigma > 0")
 
+    @classmethod
+    def hyperparameters_from_data(cls, y, *, within=None) -> dict:
+        r"""Hyperparameters scaled to the data ``y`` (the observed values, (n,) or (n, D)): a dict
+        to pass on, ``pmp.NormalNormal(name, partition, **hyper, observed=y)``.
+
+        ``mu0`` = the column means; per column, the observation variance ``sigma**2`` = ``within``
+        times the column's variance and the means' prior variance ``sigma0**2`` = ``1 - within``
+        times it, so an item of a new cluster has the data's variance a priori. ``within`` in
+        (0, 1) is the share of each column's variance expected inside a cluster; default
+        ``3 ** (-2 / D)``, the scale at which 3 clusters of equal volume fill the data's volume
+        (Fraley and Raftery 2007): 0.33 at D = 2, 0.84 at D = 13, 0.96 at D = 50. Nothing here
+        changes what the arguments of ``pmp.NormalNormal`` mean; see docs/models.md
+        ("Choosing the hyperparameters") for the measurements behind it.
+
+        Examples
+        --------
+        >>> import numpy as np, pymc_partitions as pmp
+        >>> y = np.array([[0.0, 10.0], [1.0, 30.0], [2.0, 20.0]])
+        >>> hyper = pmp.NormalNormal.hyperparameters_from_data(y, within=0.5)
+        >>> hyper["mu0"].tolist(), hyper["sigma"].round(3).tolist(), hyper["sigma0"].round(3).tolist()
+        ([1.0, 20.0], [0.707, 7.071], [0.707, 7.071])
+        """
+        owner = "NormalNormal.hyperparameters_from_data"
+        mean, var = _data_moments(owner, y)
+        within = _within(owner, within, mean.size)
+        return {"mu0": mean, "sigma0": np.sqrt((1.0 - within) * var), "sigma": np.sqrt(within * var)}
+
 
 class _NormalNormalFull(pm.Continuous):
     rv_op = NormalNormalFullRV()
@@ -847,6 +1026,47 @@ class NormalInverseWishart(pm.Continuous):
     def logp(value, partition, mu0, kappa0, nu0, scale0):
         return symbolic.niw_logp(partition, value, mu0, kappa0, nu0, scale0)
 
+    @classmethod
+    def hyperparameters_from_data(cls, y, *, within=None, kappa0=0.1, nu0=None) -> dict:
+        r"""Hyperparameters scaled to the data ``y`` (the observed values, (n,) or (n, D)): a dict
+        to pass on, ``pmp.NormalInverseWishart(name, partition, **hyper, observed=y)``.
+
+        * ``mu0``: the column means.
+        * ``scale0`` = (nu0 - D - 1) ``within`` diag(column variances), so that E[Sigma_b] =
+          ``within`` diag(variances): each cluster's covariance is centred on a diagonal matrix
+          (the data's correlations are mostly *between* clusters). ``within`` in (0, 1) is the
+          share of each column's variance expected inside a cluster; default ``3 ** (-2 / D)``,
+          the scale at which 3 clusters of equal volume fill the data's volume (Fraley and
+          Raftery 2007): 0.33 at D = 2, 0.58 at D = 4, 0.84 at D = 13, 0.96 at D = 50.
+        * ``nu0`` (default 2 D + 2, must exceed D + 1): the covariance prior counts as
+          nu0 - D - 1 = D + 1 observations, so a cluster needs more than about D items before
+          its own scatter decides its covariance. The constructor's default D + 2 counts as one
+          observation: for D > 2 small clusters then take almost any covariance, which on real
+          data gives many clusters and poor mixing.
+        * ``kappa0`` (default 0.1): cluster means spread sqrt(1 / kappa0) = 3.2 times a cluster's
+          own scale around ``mu0``, enough to put a cluster anywhere in the data.
+
+        Nothing here changes what the arguments of ``pmp.NormalInverseWishart`` mean; see
+        docs/models.md ("Choosing the hyperparameters") for the measurements behind the defaults.
+
+        Examples
+        --------
+        >>> import numpy as np, pymc_partitions as pmp
+        >>> y = np.random.default_rng(0).normal([0.0, 100.0], [1.0, 10.0], size=(50, 2))
+        >>> hyper = pmp.NormalInverseWishart.hyperparameters_from_data(y, within=0.5)
+        >>> sorted(hyper), hyper["nu0"], hyper["kappa0"]
+        (['kappa0', 'mu0', 'nu0', 'scale0'], 6.0, 0.1)
+        >>> bool(np.allclose(hyper["scale0"] / (hyper["nu0"] - 3), 0.5 * np.diag(y.var(axis=0, ddof=1))))
+        True
+        """
+        owner = "NormalInverseWishart.hyperparameters_from_data"
+        mean, var = _data_moments(owner, y)
+        dim = mean.size
+        within = _within(owner, within, dim)
+        kappa0 = _checks.real("kappa0", kappa0, low=0.0, low_open=True, owner=owner)
+        nu0 = 2.0 * dim + 2.0 if nu0 is None else _checks.real("nu0", nu0, low=dim + 1.0, low_open=True, owner=owner)
+        return {"mu0": mean, "kappa0": kappa0, "nu0": nu0, "scale0": (nu0 - dim - 1.0) * within * np.diag(var)}
+
 
 class BetaBernoulli(pm.Discrete):
     r"""Collapsed Bernoulli likelihood for binary vectors with Beta(a, b) priors per dimension.
@@ -868,11 +1088,11 @@ class BetaBernoulli(pm.Discrete):
     def __new__(cls, name, partition, a=1.0, b=1.0, *, observed=None, **kwargs):
         n = _check_partition(name, partition)
         symbolic_data, value = _check_observed(name, observed, n, binary=True)
-        obs = value.astype(np.int64) if symbolic_data is None else symbolic_data
+        obs = exact_integers(value) if symbolic_data is None else symbolic_data
         dim = value.shape[1]
         hyper = (_vector(name, "a", a, dim, positive=True), _vector(name, "b", b, dim, positive=True))
         _check_representable(name, cls.rv_op, value, hyper)
-        return super().__new__(cls, name, partition, *hyper, observed=obs, **kwargs)
+        return _stored_exactly(super().__new__(cls, name, partition, *hyper, observed=obs, **kwargs), obs)
 
     @classmethod
     def dist(cls, partition, a, b, **kwargs):
@@ -963,9 +1183,10 @@ def _integer_observed(name, observed, n, check):
     try:
         check(value)
     except ValueError as err:
-        raise ValueError(f"{name!r}: observed {err}") from None
+        wrapped = symbolic_data is not None and observed.dtype in ("int8", "int16", "int32") and np.any(value < 0)
+        raise ValueError(f"{name!r}: observed {err}{_INT32_DATA_HINT if wrapped else ''}") from None
     if symbolic_data is None:
-        return value.astype(np.int64), value
+        return exact_integers(value), value
     good = pt.ge(symbolic_data, 0) & pt.eq(symbolic_data, pt.floor(symbolic_data))
     return pt.switch(good, symbolic_data, -1), value
 
@@ -995,7 +1216,7 @@ class GammaPoisson(pm.Discrete):
         dim = value.shape[1]
         hyper = (_vector(name, "alpha", alpha, dim, positive=True), _vector(name, "beta", beta, dim, positive=True))
         _check_representable(name, cls.rv_op, value, hyper)
-        return super().__new__(cls, name, partition, *hyper, observed=obs, **kwargs)
+        return _stored_exactly(super().__new__(cls, name, partition, *hyper, observed=obs, **kwargs), obs)
 
     @classmethod
     def dist(cls, partition, alpha, beta, **kwargs):
@@ -1081,9 +1302,8 @@ class DirichletCategorical(pm.Discrete):
             raise ValueError(f"{name!r}: observed {err}") from None
         dim, c_max = value.shape[1], int(n_cat.max())
         if isinstance(a, Variable):
-            a_var = pt.as_tensor_variable(a).astype("float64")
-            if a_var.ndim > 2:
-                raise ValueError(f"{name!r}: a must be a scalar, a vector or a (D, C) matrix, got ndim {a_var.ndim}")
+            a_var = _check_variable_shape(name, "a", a, lambda s: _broadcasts_to(s, (dim, c_max)),
+                                          f"a scalar, a length-{c_max} vector or ({dim}, {c_max})")
             a_hyper = pt.broadcast_to(a_var, (dim, c_max))
         else:
             arr = _real_array(name, "a", a)
@@ -1099,11 +1319,11 @@ class DirichletCategorical(pm.Discrete):
         hyper = (a_hyper, n_cat)
         _check_representable(name, cls.rv_op, value, hyper)
         if symbolic_data is None:
-            obs = value.astype(np.int64)
+            obs = exact_integers(value)
         else:
             good = pt.ge(symbolic_data, 0) & pt.eq(symbolic_data, pt.floor(symbolic_data))
             obs = pt.switch(good, symbolic_data, -1)
-        return super().__new__(cls, name, partition, *hyper, observed=obs, **kwargs)
+        return _stored_exactly(super().__new__(cls, name, partition, *hyper, observed=obs, **kwargs), obs)
 
     @classmethod
     def dist(cls, partition, a, n_categories, **kwargs):

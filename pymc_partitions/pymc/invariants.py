@@ -18,9 +18,10 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from .compat import add_groups, group_names, is_datatree, is_inferencedata, new_result, posterior_dataset
+from .compat import (add_groups, concat_summaries, group_names, is_datatree, is_inferencedata, new_result,
+                     posterior_dataset, readable_summary)
 from .distributions import INVARIANTS, invariant_names, is_partition
-from .results import _labels, _names, _partition_names, _posterior, _variable_draws
+from .results import PARTITIONS_ATTR, _labels, _names, _partition_names, _posterior, _variable_draws
 
 __all__ = ["label_invariant", "summary", "plot_trace", "for_convergence_checks", "LOG_JOINT"]
 
@@ -134,7 +135,7 @@ def label_invariant(result, *, var_names=None, partitions=None, model=None):
     candidates = {v: _variable_draws(posterior, v, owner) for v in names
                   if posterior[v].dtype.kind in "iu" and posterior[v].ndim == 3
                   and {"chain", "draw"} <= set(posterior[v].dims)}
-    parts, _ = _partition_names(candidates, names, partitions, model, owner)
+    parts, _ = _partition_names(candidates, names, partitions, model, owner, posterior=posterior)
     data: dict[str, xr.DataArray] = {}
     for p in parts:
         data.update(_invariants(posterior, p, owner))
@@ -153,7 +154,10 @@ def label_invariant(result, *, var_names=None, partitions=None, model=None):
     if not data:
         raise ValueError(f"{owner}: nothing is left: the posterior holds only the labels {parts} and the result has "
                          "no log_joint sampler statistic")
-    ds = xr.Dataset(data, attrs={**posterior.attrs, "label_invariant_of": list(parts) or "none"})
+    attrs = {**posterior.attrs, "label_invariant_of": list(parts) or "none"}
+    if PARTITIONS_ATTR in attrs:  # the labels are gone
+        attrs[PARTITIONS_ATTR] = "[]"
+    ds = xr.Dataset(data, attrs=attrs)
     return new_result({"posterior": ds})
 
 
@@ -161,6 +165,14 @@ def summary(result, *, var_names=None, partitions=None, model=None, **kwargs):
     """``az.summary`` of :func:`label_invariant`: one row per label-invariant quantity and per
     other variable, none per item; ``kwargs`` go to ``az.summary`` (e.g. ``kind="diagnostics"``,
     ``round_to=``). Works on ArviZ 0.x and 1.x (whose columns and default intervals differ).
+
+    A quantity that is the same in every draw of every chain (e.g. the largest share when every
+    draw is one block) is reported as constant, quietly: sd 0, its value as mean and interval,
+    R-hat NaN (undefined for a constant), without ArviZ's "invalid value encountered" warnings; the
+    table's ``attrs["constant"]`` names those rows' variables. The other variables are summarised
+    as ArviZ does, warnings included. On ArviZ 1.x the displayed interval bounds get the precision of the sd
+    (:func:`~.compat.readable_summary`), not two significant digits each (which showed the log
+    joint's bounds as one number).
 
     Examples
     --------
@@ -173,9 +185,32 @@ def summary(result, *, var_names=None, partitions=None, model=None, **kwargs):
     >>> list(pmp.summary(idata).index)
     ['z_n_clusters', 'z_largest_share', 'log_joint']
     """
+    import warnings  # noqa: PLC0415
+
     import arviz as az  # noqa: PLC0415
 
-    return az.summary(label_invariant(result, var_names=var_names, partitions=partitions, model=model), **kwargs)
+    invariant = label_invariant(result, var_names=var_names, partitions=partitions, model=model)
+    posterior = posterior_dataset(invariant)
+    constant = [v for v, da in posterior.data_vars.items() if da.size and bool((da == da.values.flat[0]).all())]
+    if not constant:
+        return readable_summary(az.summary(invariant, **kwargs))
+    others = [v for v in posterior.data_vars if v not in constant]
+    tables = [az.summary(new_result({"posterior": posterior[others]}), **kwargs)] if others else []
+    with warnings.catch_warnings(), np.errstate(invalid="ignore", divide="ignore"):
+        warnings.filterwarnings("ignore", message="invalid value encountered", category=RuntimeWarning)
+        warnings.filterwarnings("ignore", message="divide by zero encountered", category=RuntimeWarning)
+        tables.append(az.summary(new_result({"posterior": posterior[constant]}), **kwargs))
+    table = concat_summaries(tables, list(posterior.data_vars))
+    table = readable_summary(table, constant=_rows(table, constant))
+    if hasattr(table, "attrs"):
+        table.attrs["constant"] = constant
+    return table
+
+
+def _rows(table, names):
+    """The table's row labels of the variables ``names`` (``x``, or ``x[0]``, ``x[a, b]``...)."""
+    index = [str(i) for i in getattr(table, "index", [])]
+    return [i for i in index if i.split("[", 1)[0] in names]
 
 
 def plot_trace(result, *, var_names=None, partitions=None, model=None, **kwargs):
@@ -192,7 +227,8 @@ def for_convergence_checks(idata, model):
     quantities (dimension ``<name>_invariant``), for PyMC's convergence checks; quantities that are
     constant over every draw of every chain are left out (nothing to judge, and R-hat of a
     constant is NaN), and so is the variable when none is left. ``idata`` itself when the model
-    has no partition in the posterior; ``None`` when nothing would be left to check."""
+    has no partition in the posterior; ``None`` when no free variable would be left to check (PyMC's
+    checks would fail on an empty list of variables)."""
     if model is None or not (is_datatree(idata) or is_inferencedata(idata)) or "posterior" not in group_names(idata):
         return idata
     posterior = posterior_dataset(idata)
@@ -211,7 +247,7 @@ def for_convergence_checks(idata, model):
             dim = f"{p}_invariant"
             stacked = xr.concat([da.astype(np.float64) for da in keep.values()], dim=dim)
             new[p] = stacked.assign_coords({dim: list(keep)}).transpose("chain", "draw", dim)
-    if not new.data_vars:
+    if not any(rv.name in new.data_vars for rv in model.free_RVs):  # PyMC checks free variables only
         return None
     return add_groups(idata, {"posterior": new}, overwrite=True)
 

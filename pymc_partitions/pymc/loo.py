@@ -42,16 +42,18 @@ from __future__ import annotations
 import contextlib
 import inspect
 import math
+import warnings
 
 import numba
 import numpy as np
 import xarray as xr
 
+from .. import _checks
 from ..families.kernels import FamilyPack, family_log_preds, pack_init, pack_update
 from ..priors import log_join_weight, log_new_weight
 from ..samplers.gibbs import _build
-from .compat import group_names, is_datatree, posterior_dataset
-from .distributions import CollapsedLikelihoodRV, is_partition
+from .compat import group_names, is_datatree, new_result, outside_model_contexts, posterior_dataset
+from .distributions import CollapsedLikelihoodRV, is_partition, partition_size
 
 __all__ = ["pointwise_log_likelihood", "loo", "install"]
 
@@ -70,20 +72,29 @@ def _lse(v, count):
 
 
 @numba.njit(cache=True, error_model="numpy")
-def _loo_log_preds(labels, prior_code, prior_params, codes, dims, data_off, stat_off, hyper_off, hyper, data, width):
-    """(F, n): for likelihood f and item i, log p(y_i^f | z_{-i}, y_{-i}, y_i^{g != f}), item i's
-    block integrated out under the prior's conditional given the other items' blocks."""
-    n = labels.shape[0]
+def _loo_terms(labels, items, prior_code, prior_params, codes, dims, data_off, stat_off, hyper_off, hyper, data, width):
+    """For each item i of ``items``, with w_k the prior weights of item i joining block k of z_{-i}
+    or a new block (unnormalised) and p_f(y_i | k) likelihood f's predictive given block k:
+
+    * ``joint[j]`` = log sum_k w_k prod_f p_f(y_i | k),
+    * ``given[f, j]`` = log sum_k w_k prod_{g != f} p_g(y_i | k),
+    * ``norm[j]`` = log sum_k w_k.
+
+    ``joint - given[f]`` is log p(y_i^f | z_{-i}, y_{-i}, y_i^{g != f}); ``joint - norm`` and
+    ``given[f] - norm`` are log p(y_i | z_{-i}, y_{-i}) of all and of the other observations."""
     n_fam = codes.shape[0]
     scratch = np.empty(max(1, data.shape[1]))
     slot, sizes, st, _, k = _build(labels, codes, dims, data_off, stat_off, hyper_off, hyper, data, width, scratch)
     pack_init(codes, dims, stat_off, hyper_off, hyper, st, k)  # row k: an empty block
-    out = np.empty((n_fam, n))
+    joint = np.empty(items.shape[0])
+    given = np.empty((n_fam, items.shape[0]))
+    norm = np.empty(items.shape[0])
     blocks = np.empty(k + 1, np.int64)
     prior_w = np.empty(k + 1)
     per_fam = np.zeros((n_fam, k + 1))
     total = np.empty(k + 1)
-    for i in range(n):
+    for j_item in range(items.shape[0]):
+        i = items[j_item]
         b = slot[i]
         sizes[b] -= 1
         pack_update(codes, dims, data_off, stat_off, hyper_off, hyper, st, b, data, i, -1.0, scratch)
@@ -105,21 +116,63 @@ def _loo_log_preds(labels, prior_code, prior_params, codes, dims, data_off, stat
             total[j] = prior_w[j]
             for f in range(n_fam):
                 total[j] += per_fam[f, j]
-        joint = _lse(total, count)
+        joint[j_item] = _lse(total, count)
+        norm[j_item] = _lse(prior_w, count)
         for f in range(n_fam):
             for j in range(count):
                 total[j] = prior_w[j]
                 for g in range(n_fam):
                     if g != f:
                         total[j] += per_fam[g, j]
-            out[f, i] = joint - _lse(total, count)
+            given[f, j_item] = _lse(total, count)
         pack_update(codes, dims, data_off, stat_off, hyper_off, hyper, st, b, data, i, 1.0, scratch)
         sizes[b] += 1
-    return out
+    return joint, given, norm
+
+
+def _collapsed(model, var_names, owner):
+    """The collapsed likelihoods of ``model`` named in ``var_names`` (all by default)."""
+    collapsed = [rv for rv in model.observed_RVs if isinstance(rv.owner.op, CollapsedLikelihoodRV)]
+    if var_names is None:
+        return collapsed
+    if isinstance(var_names, str):
+        var_names = [var_names]
+    names = {rv.name: rv for rv in collapsed}
+    unknown = [v for v in var_names if v not in names]
+    if unknown:
+        raise ValueError(f"{owner}: {unknown} are not collapsed likelihoods of the model ({sorted(names)})")
+    return [names[v] for v in var_names]
+
+
+def _terms_per_draw(result, model, part, items, owner):
+    """(fitted, source, kept draw positions, joint (S, m), given (F, S, m), norm (S, m)): the
+    terms of :func:`_loo_terms` for the items ``items`` in every posterior draw of ``result``."""
+    from .predictive import _read_result  # noqa: PLC0415
+
+    fitted, labels, _, keep, source = _read_result(result, model, part.name, owner)
+    n_draws = labels.shape[0]
+    joint, norm = np.empty((n_draws, items.size)), np.empty((n_draws, items.size))
+    given = np.empty((len(fitted.likelihoods), n_draws, items.size))
+    cache_key, pack = None, None
+    for s in range(n_draws):
+        inputs = [v[s] for v in fitted._values] if fitted.inputs else []
+        hyper = [np.asarray(h, np.float64) for h in fitted._fn(*inputs)]
+        key = tuple(h.tobytes() for h in hyper[2:])
+        alpha, discount, per_likelihood = fitted.terms.split_hyper(hyper)
+        params = np.array([float(alpha), float(discount), fitted.k], np.float64)
+        fitted.terms.check_prior_params(params)
+        if key != cache_key:
+            pack = FamilyPack.build([op.kernel_part(x, *h) for op, x, h in zip(fitted.ops, fitted.data, per_likelihood)],
+                                    n=fitted.n, names=fitted.names)
+            cache_key = key
+        joint[s], given[:, s], norm[s] = _loo_terms(labels[s], items, fitted.prior_code, params, pack.codes, pack.dims,
+                                                    pack.data_off, pack.stat_off, pack.hyper_off, pack.hyper, pack.data,
+                                                    pack.width)
+    return fitted, source, keep, joint, given, norm
 
 
 def pointwise_log_likelihood(result, model=None, *, var_names=None) -> xr.Dataset:
-    """``log p(y_i | z, phi, y_{-i})`` for every posterior draw and item, for the collapsed
+    """``log p(y_i | z_{-i}, phi, y_{-i})`` for every posterior draw and item, for the collapsed
     likelihoods of ``model`` (see the module docstring for what ``az.loo`` then estimates).
 
     Returns a Dataset with one variable per likelihood, dims ``("chain", "draw", <obs dim>)``, where
@@ -130,43 +183,16 @@ def pointwise_log_likelihood(result, model=None, *, var_names=None) -> xr.Datase
     """
     import pymc as pm  # noqa: PLC0415
 
-    from .predictive import _read_result  # noqa: PLC0415
-
+    owner = "pointwise_log_likelihood"
     model = pm.modelcontext(model)
-    collapsed = [rv for rv in model.observed_RVs if isinstance(rv.owner.op, CollapsedLikelihoodRV)]
-    if var_names is None:
-        chosen = collapsed
-    else:
-        if isinstance(var_names, str):
-            var_names = [var_names]
-        names = {rv.name: rv for rv in collapsed}
-        unknown = [v for v in var_names if v not in names]
-        if unknown:
-            raise ValueError(f"pointwise_log_likelihood: {unknown} are not collapsed likelihoods of the model "
-                             f"({sorted(names)})")
-        chosen = [names[v] for v in var_names]
+    chosen = _collapsed(model, var_names, owner)
     partitions = list(dict.fromkeys(rv.owner.op.partition_input(rv) for rv in chosen))
     data_vars = {}
     for part in partitions:
-        fitted, labels, _, keep, source = _read_result(result, model, part.name, "pointwise_log_likelihood")
+        items = np.arange(partition_size(part))
+        fitted, source, keep, joint, given, _ = _terms_per_draw(result, model, part, items, owner)
         wanted = [j for j, rv in enumerate(fitted.likelihoods) if rv in chosen]
-        values = np.empty((len(wanted), labels.shape[0], fitted.n))
-        cache_key, pack = None, None
-        for s in range(labels.shape[0]):
-            inputs = [v[s] for v in fitted._values] if fitted.inputs else []
-            hyper = [np.asarray(h, np.float64) for h in fitted._fn(*inputs)]
-            key = tuple(h.tobytes() for h in hyper[2:])
-            alpha, discount, per_likelihood = fitted.terms.split_hyper(hyper)
-            params = np.array([float(alpha), float(discount), fitted.k], np.float64)
-            fitted.terms.check_prior_params(params)
-            if key != cache_key:
-                pack = FamilyPack.build([op.kernel_part(x, *h) for op, x, h in zip(fitted.ops, fitted.data,
-                                                                                     per_likelihood)],
-                                        n=fitted.n, names=fitted.names)
-                cache_key = key
-            lp = _loo_log_preds(labels[s], fitted.prior_code, params, pack.codes, pack.dims, pack.data_off,
-                                pack.stat_off, pack.hyper_off, pack.hyper, pack.data, pack.width)
-            values[:, s] = lp[wanted]
+        values = np.stack([joint - given[j] for j in wanted])
         shape = (source.chains.size, keep.size, fitted.n)
         for w, j in enumerate(wanted):
             name = fitted.names[j]
@@ -178,8 +204,9 @@ def pointwise_log_likelihood(result, model=None, *, var_names=None) -> xr.Datase
         if dims[2] in getattr(model, "coords", {}) and model.coords[dims[2]] is not None:
             coords[dims[2]] = np.asarray(model.coords[dims[2]])
     ds = xr.Dataset(data_vars, coords=coords)
-    ds.attrs["pointwise"] = ("collapsed likelihoods: log p(y_i | z, hyperparameters, y_-i), the leave-one-out "
-                             "predictive of item i given the other items of its cluster")
+    ds.attrs["pointwise"] = ("collapsed likelihoods: log p(y_i | z_-i, hyperparameters, y_-i), the leave-one-out "
+                             "predictive of item i given the partition of the other items, its own cluster "
+                             "integrated out")
     return ds
 
 
@@ -241,7 +268,8 @@ def _reff(az, result, n_samples: int) -> float:
     return float(values.mean() / n_samples) if values.size else 1.0
 
 
-def loo(result, var_name: str | None = None, *, reff: float | None = None, pointwise: bool = True):
+def loo(result, var_name: str | None = None, *, reff: float | None = None, pointwise: bool = True, refit=None,
+        k_threshold: float | None = None, model=None):
     """PSIS-LOO of a fitted clustering model: ``az.loo`` with discrete Pareto tails handled exactly.
     Returns ArviZ's own ELPD object (``az.compare`` takes a dict of them).
 
@@ -262,10 +290,27 @@ def loo(result, var_name: str | None = None, *, reff: float | None = None, point
     ``var_name``: the log-likelihood variable (needed when there are several). ``reff``: relative
     efficiency (default: ArviZ's, from the posterior's ESS). ``pointwise``: keep the pointwise
     values (``az.compare`` on ArviZ 0.x needs them). Log scale only.
+
+    **Exact LOO where PSIS fails** (``refit``): a function ``refit(keep)`` that fits the same model
+    to the items ``keep`` (an int64 array: all items but one, in order) and returns the result of
+    ``pm.sample`` (its posterior must hold the partition, named as in ``model``, and the
+    hyperparameters' random variables). For every item i whose Pareto k exceeds
+    ``k_threshold`` (or is NaN), ``pmp.loo`` calls ``refit`` without item i and replaces item i's
+    estimate by the plain Monte Carlo average over the refitted posterior
+    log mean_s p(y_i | z_{-i}^s, phi^s, y_{-i}): no importance weights, each term bounded, so
+    it converges like any posterior mean (ArviZ's ``reloo`` does the same; as there, the item's
+    k is then set to 0). ``model``: the model of ``result`` (default: the model in context),
+    whose data and hyperparameters the predictive density is computed from; ``var_name`` must
+    be one of its collapsed likelihoods.
     """
     from .compat import _arviz  # noqa: PLC0415
 
     az = _arviz()
+    if refit is not None:
+        if not callable(refit):
+            raise TypeError(f"pmp.loo: refit must be a function keep -> result of pm.sample, got {refit!r}")
+        if k_threshold is not None:
+            k_threshold = _checks.real("k_threshold", k_threshold, owner="pmp.loo")
     if "log_likelihood" not in group_names(result):
         raise ValueError("pmp.loo: the result has no log_likelihood group; call pm.compute_log_likelihood(idata) "
                          "or sample with idata_kwargs={'log_likelihood': True}")
@@ -297,9 +342,118 @@ def loo(result, var_name: str | None = None, *, reff: float | None = None, point
     major = int(az.__version__.split(".", 1)[0])
     tail = _tail_length(n_samples, reff, major)
     discrete, khat = _discrete_tails(-flat, tail)
+    if refit is None:
+        if major >= 1:
+            return _loo_arviz1(az, result, ll, flat, discrete, khat, tail, var_name, reff, pointwise)
+        return _loo_arviz0(az, result, ll, flat, discrete, khat, var_name, reff, pointwise)
+    with warnings.catch_warnings():  # about the PSIS estimates refitting replaces: warned below if any remain
+        warnings.filterwarnings("ignore", message=_PARETO_WARNING)
+        if major >= 1:
+            out = _loo_arviz1(az, result, ll, flat, discrete, khat, tail, var_name, reff, True)
+        else:
+            out = _loo_arviz0(az, result, ll, flat, discrete, khat, var_name, reff, True)
+    out = _refit_items(out, major, result, ll, flat, var_name, refit, k_threshold, model, pointwise)
+    if out.warning if major >= 1 else out["warning"]:
+        warnings.warn(f"Estimated shape parameter of Pareto distribution is greater than {_good_k(out, major):.2f} "
+                      "for one or more samples (pmp.loo, after refitting).", UserWarning, stacklevel=2)
+    return out
+
+
+_PARETO_WARNING = "Estimated shape parameter of Pareto"
+
+
+def _good_k(out, major: int) -> float:
+    """ArviZ's ``good_k`` of an ELPD object."""
+    return float(out.good_k if major >= 1 else out["good_k"])
+
+
+def _refit_items(out, major, result, ll, flat, var_name, refit, k_threshold, model, pointwise):
+    """``out`` with the items whose k exceeds ``k_threshold`` estimated by refitting without them."""
+    import pymc as pm  # noqa: PLC0415
+
+    owner = "pmp.loo"
+    model = pm.modelcontext(model)
+    rv = model.named_vars.get(var_name)
+    if rv is None or rv not in model.observed_RVs or not isinstance(rv.owner.op, CollapsedLikelihoodRV):
+        raise ValueError(f"{owner}: refit= needs var_name to be a collapsed likelihood of the model; {var_name!r} is not")
+    part = rv.owner.op.partition_input(rv)
+    n = partition_size(part)
+    if flat.shape[0] != n or ll.ndim != 3:
+        raise ValueError(f"{owner}: refit= needs one pointwise value per item of {part.name!r} ({n}), got "
+                         f"log-likelihood dims {dict(ll.sizes)}")
+    k = np.asarray((out.pareto_k if major >= 1 else out["pareto_k"]).values, np.float64).reshape(-1)
+    if k_threshold is None:
+        k_threshold = _good_k(out, major)
+    flagged = np.flatnonzero(~(k <= k_threshold))
+    new_elpd = {}
+    for i in flagged.tolist():
+        keep = np.delete(np.arange(n, dtype=np.int64), i)
+        with outside_model_contexts():
+            fit = refit(keep.copy())
+        new_elpd[i] = _refitted_log_predictive(fit, result, model, part, rv, i, owner)
+    elpd_i = np.asarray((out.elpd_i if major >= 1 else out["loo_i"]).values, np.float64).reshape(-1)
+    for i, value in new_elpd.items():
+        elpd_i[i], k[i] = value, 0.0
+    lppd_i = _logmeanexp(flat, axis=1)
     if major >= 1:
-        return _loo_arviz1(az, result, ll, flat, discrete, khat, tail, var_name, reff, pointwise)
-    return _loo_arviz0(az, result, ll, flat, discrete, khat, var_name, reff, pointwise)
+        out.elpd_i = out.elpd_i.copy(data=elpd_i.reshape(out.elpd_i.shape))
+        out.pareto_k = out.pareto_k.copy(data=k.reshape(out.pareto_k.shape))
+        out.p_loo_i = out.elpd_i.copy(data=(lppd_i - elpd_i).reshape(out.elpd_i.shape))
+        out.elpd, out.se, out.p, _ = out.elpd_i.azstats.loo_summary(out.p_loo_i)
+        out.warning = bool(np.any(k > out.good_k))
+        if new_elpd and getattr(out, "log_weights", None) is not None:  # as ArviZ's reloo: no weights for refitted items
+            lw = np.array(out.log_weights.transpose(*ll.dims).values, np.float64)
+            lw[..., list(new_elpd)] = np.nan
+            out.log_weights = out.log_weights.copy(data=lw.transpose(*[ll.dims.index(d) for d in out.log_weights.dims]))
+        if not pointwise:
+            out.elpd_i, out.pareto_k, out.p_loo_i = None, None, None
+        return out
+    out["loo_i"] = out["loo_i"].copy(data=elpd_i.reshape(out["loo_i"].shape))
+    out["pareto_k"] = out["pareto_k"].copy(data=k.reshape(out["pareto_k"].shape))
+    out["elpd_loo"] = float(elpd_i.sum())
+    out["p_loo"] = float(lppd_i.sum() - elpd_i.sum())
+    out["se"] = float((elpd_i.size * np.var(elpd_i)) ** 0.5)
+    out["warning"] = bool(np.any(k > out["good_k"]))
+    if not pointwise:
+        out = out.drop(["loo_i", "pareto_k"])
+    return out
+
+
+def _logmeanexp(x, axis):
+    top = np.max(x, axis=axis, keepdims=True)
+    return np.squeeze(top, axis) + np.log(np.mean(np.exp(x - top), axis=axis))
+
+
+def _refitted_log_predictive(fit, result, model, part, rv, i, owner) -> float:
+    """log mean_s p(y_i^f | z_{-i}^s, phi^s, y_{-i}, y_i^{g != f}) over the draws of ``fit``, the
+    posterior given every item but i (f: the likelihood ``rv``; with several likelihoods on the
+    partition, the ratio of the averages of p(y_i | ...) and of p(y_i^{g != f} | ...))."""
+    from .compat import is_datatree, is_inferencedata  # noqa: PLC0415
+
+    if not (is_datatree(fit) or is_inferencedata(fit)):
+        raise TypeError(f"{owner}: refit must return the result of pm.sample (InferenceData or DataTree), got "
+                        f"{type(fit).__name__}")
+    post = posterior_dataset(fit)
+    n = partition_size(part)
+    if part.name not in post.data_vars or post[part.name].ndim != 3 or post[part.name].shape[-1] != n - 1:
+        raise ValueError(f"{owner}: the result refit returned for item {i} must hold the partition {part.name!r} "
+                         f"with n - 1 = {n - 1} items (draws, chains, items)")
+    labels = post[part.name].transpose("chain", "draw", ...)
+    item_dim = labels.dims[2]
+    values = np.asarray(labels.values)
+    if values.dtype.kind not in "iu" or (values.size and (values.min() < 0 or values.max() >= n - 1)):
+        raise ValueError(f"{owner}: the partition {part.name!r} of the result refit returned for item {i} must hold "
+                         f"integer labels in [0, {n - 1})")
+    full = np.insert(values.astype(np.int64), i, n - 1, axis=2)  # item i alone: its own label is integrated out
+    others = [v for v in post.data_vars if v != part.name and item_dim not in post[v].dims]
+    fake_post = post[others].assign({part.name: (("chain", "draw", "__loo_item__"), full)})
+    groups = {"posterior": fake_post}
+    for group in ("observed_data", "constant_data"):
+        if group in group_names(result):
+            groups[group] = posterior_dataset(result, group)
+    fitted, _, _, joint, given, norm = _terms_per_draw(new_result(groups), model, part, np.array([i], np.int64), owner)
+    f = fitted.likelihoods.index(rv)
+    return float(_logmeanexp(joint[:, 0] - norm[:, 0], axis=0) - _logmeanexp(given[f, :, 0] - norm[:, 0], axis=0))
 
 
 def _khat_above_cutoff(log_ratios, tail: int) -> float:
@@ -370,12 +524,16 @@ def _loo_arviz1(az, result, ll, flat, discrete, khat, tail, var_name, reff, poin
 
 
 def _loo_arviz0(az, result, ll, flat, discrete, khat, var_name, reff, pointwise):
-    import warnings  # noqa: PLC0415
-
+    """ArviZ 0.x's ``az.loo``, the discrete items replaced. Its Pareto fit (``_gpdfit``, Zhang and
+    Stephens) computes ``1 / exp(l - l[:, None]).sum()`` over a grid of candidate shapes, which
+    overflows to ``1 / inf = 0`` -- the right limit: a candidate with a negligible weight -- on a
+    very heavy tail (k of several); numpy's "overflow encountered in exp" then says nothing the
+    item's k does not, and is silenced."""
     with warnings.catch_warnings():
         if discrete.any():  # ArviZ 0.x may warn about the k it gives these items; replaced below
             warnings.filterwarnings("ignore", message="Estimated shape parameter of Pareto")
-        out = az.loo(result, pointwise=True, var_name=var_name, reff=reff, scale="log")
+        with np.errstate(over="ignore"):  # ArviZ 0.x's Pareto fit on a very heavy tail: see below
+            out = az.loo(result, pointwise=True, var_name=var_name, reff=reff, scale="log")
     if discrete.any():
         loo_i, k = out["loo_i"], out["pareto_k"]  # obs dims in ll's order (ArviZ stacks the sample dims last)
         li, ki = np.array(loo_i.values, np.float64).reshape(-1), np.array(k.values, np.float64).reshape(-1)

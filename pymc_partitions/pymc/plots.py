@@ -145,30 +145,47 @@ def plot_n_clusters(result_or_draws, *, var_name=None, model=None, ax=None, figs
     return ax
 
 
-def _data(data, n, owner) -> np.ndarray:
+def _plot_data(data, n, owner, project=True) -> tuple[np.ndarray, list[str]]:
+    """(the data as (n, 1) or (n, 2) floats, their axis names): one or two columns as they are,
+    more projected on their first two principal components (of the centred data, signs fixed so
+    that each component's largest loading is positive), named with the share of variance each
+    keeps; or, without ``project``, refused."""
     x = np.asarray(data)
     if x.dtype == object or not np.issubdtype(x.dtype, np.number) or np.iscomplexobj(x):
         raise TypeError(f"{owner}: data must be real numbers, got dtype {x.dtype}")
     if x.ndim == 1:
         x = x[:, None]
-    if x.ndim != 2 or x.shape[1] not in (1, 2):
-        raise ValueError(f"{owner}: data must have shape (n,), (n, 1) or (n, 2) (project higher dimensions first), "
-                         f"got {np.asarray(data).shape}")
+    if x.ndim != 2 or x.shape[1] == 0:
+        raise ValueError(f"{owner}: data must have shape (n,) or (n, D) with D >= 1, got {np.asarray(data).shape}")
     if x.shape[0] != n:
         raise ValueError(f"{owner}: data has {x.shape[0]} rows but the clustering has {n} items")
     if not np.all(np.isfinite(x)):
         raise ValueError(f"{owner}: data hold NaN or infinite values")
-    return x.astype(float)
+    x = x.astype(float)
+    if x.shape[1] > 2 and not project:
+        raise ValueError(f"{owner}: data must have shape (n,), (n, 1) or (n, 2), got {x.shape}")
+    if x.shape[1] == 1:
+        return x, ["x"]
+    if x.shape[1] == 2:
+        return x, ["x[:, 0]", "x[:, 1]"]
+    centred = x - x.mean(axis=0)
+    _, singular, components = np.linalg.svd(centred, full_matrices=False)
+    components = components[:2]
+    components *= np.where(components[np.arange(2), np.abs(components).argmax(axis=1)] < 0, -1.0, 1.0)[:, None]
+    total = float(np.sum(singular**2))
+    share = singular[:2] ** 2 / total if total > 0 else np.zeros(2)
+    names = [f"PC {i + 1} ({share[i]:.0%} of the variance of {x.shape[1]} columns)" for i in range(2)]
+    return centred @ components.T, names
 
 
-def _draw_clustering(ax, x, labels, title, size):
+def _draw_clustering(ax, x, labels, title, size, names):
     k = int(labels.max()) + 1
     colors = _colors(k)
     if x.shape[1] == 2:
         for b in range(k):
             pts = x[labels == b]
             ax.scatter(pts[:, 0], pts[:, 1], s=size, color=colors[b], edgecolor="none")
-        ax.set(xlabel="x[:, 0]", ylabel="x[:, 1]")
+        ax.set(xlabel=names[0], ylabel=names[1])
     else:  # one row per cluster, clusters ordered by their mean
         means = np.array([x[labels == b, 0].mean() for b in range(k)])
         row = np.empty(k, int)
@@ -176,13 +193,15 @@ def _draw_clustering(ax, x, labels, title, size):
         for b in range(k):
             pts = x[labels == b, 0]
             ax.scatter(pts, np.full(pts.size, row[b]), s=size, color=colors[b], edgecolor="none")
-        ax.set(xlabel="x", ylabel="cluster (by mean)", yticks=range(k))
+        ax.set(xlabel=names[0], ylabel="cluster (by mean)", yticks=range(k))
     ax.set_title(title)
 
 
 def plot_clustering(data, estimate, *, ax=None, title=None, size: float = 14.0, figsize=(5.0, 4.0)):
-    """A clustering coloured on the data: a scatter plot for 2-d data, one row per cluster for
-    1-d data. ``estimate``: labels or a point estimate. Returns the axes.
+    """A clustering coloured on the data: a scatter plot for 2-d data (data with more columns are
+    projected on their first two principal components, the axes say how much variance each
+    keeps), one row per cluster for 1-d data. ``estimate``: labels or a point estimate. Returns
+    the axes.
 
     Examples
     --------
@@ -196,16 +215,16 @@ def plot_clustering(data, estimate, *, ax=None, title=None, size: float = 14.0, 
     owner = "plot_clustering"
     labels = estimate.labels if isinstance(estimate, PointEstimate) else labels_vector(
         estimate, what="estimate", owner=owner)
-    x = _data(data, labels.size, owner)
+    x, names = _plot_data(data, labels.size, owner)
     ax = _axes(ax, figsize)
     k = int(labels.max()) + 1
-    _draw_clustering(ax, x, labels, title or f"Point estimate: {k} cluster{'s' if k != 1 else ''}", size)
+    _draw_clustering(ax, x, labels, title or f"Point estimate: {k} cluster{'s' if k != 1 else ''}", size, names)
     return ax
 
 
 def plot_credible_ball(data, ball: CredibleBall, *, axes=None, size: float = 12.0, figsize=(15.0, 3.6)):
-    """The point estimate and the credible ball's bounds side by side on the data (2-d scatter
-    or 1-d rows): estimate, upper vertical bound (fewest clusters), lower vertical bound (most
+    """The point estimate and the credible ball's bounds side by side on the data (2-d scatter,
+    data with more columns projected as in :func:`plot_clustering`, or 1-d rows): estimate, upper vertical bound (fewest clusters), lower vertical bound (most
     clusters), horizontal bound (farthest). Returns the four axes.
 
     Examples
@@ -223,7 +242,7 @@ def plot_credible_ball(data, ball: CredibleBall, *, axes=None, size: float = 12.
     owner = "plot_credible_ball"
     if not isinstance(ball, CredibleBall):
         raise TypeError(f"{owner}: ball must be the result of pmp.credible_ball, got {type(ball).__name__}")
-    x = _data(data, ball.estimate.size, owner)
+    x, names = _plot_data(data, ball.estimate.size, owner)
     if axes is None:
         _, axes = plt.subplots(1, 4, figsize=figsize, sharex=True, sharey=x.shape[1] == 2)
     axes = np.ravel(np.asarray(axes, dtype=object))
@@ -237,7 +256,7 @@ def plot_credible_ball(data, ball: CredibleBall, *, axes=None, size: float = 12.
     for a, (name, labels, dist) in zip(axes, panels):
         k = int(labels.max()) + 1
         title = f"{name}: K = {k}" + ("" if name == "Estimate" else f"\n{ball.loss} {dist:.3g}{unit} from the estimate")
-        _draw_clustering(a, x, labels, title, size)
+        _draw_clustering(a, x, labels, title, size, names)
     axes[0].figure.suptitle(f"{ball.level:.0%} credible ball ({ball.loss}, radius {ball.radius:.3g}{unit})", y=1.1)
     return axes
 
@@ -318,7 +337,7 @@ def plot_predictive_density(result_or_density, *, model=None, var_name=None, x=N
         ds = _density(read, x, level, None, 1 << 30, owner)
         pts = np.asarray(ds["x"].values, dtype=float)
         pts = pts[:, None] if pts.ndim == 1 else pts
-    shown = fitted_data if data is None else _data(data, np.shape(data)[0], owner)
+    shown = fitted_data if data is None else _plot_data(data, np.shape(data)[0], owner, project=False)[0]
     if pts.shape[1] not in (1, 2) or (shown is not None and shown.shape[1] != pts.shape[1]):
         raise ValueError(f"{owner}: points and data must both be 1-d or both 2-d, got {pts.shape[1]}-d points"
                          + ("" if shown is None else f" and {shown.shape[1]}-d data"))

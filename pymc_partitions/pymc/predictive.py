@@ -40,7 +40,7 @@ from ..predictive import join_log_probabilities, log_predictive_density
 from ..summaries import labels_vector
 from ..summaries.draws import _weights, canonical_rows
 from .compat import add_groups, ancestors, group_names, new_result, posterior_dataset
-from .distributions import check_data, is_partition
+from .distributions import check_data, is_partition, likelihood_names
 from .summaries import CLUSTERING_GROUP, _is_result, _partition_draws, point_estimate
 from .terms import ObservedData, PartitionTerms
 
@@ -92,8 +92,8 @@ class _Fitted:
         self.name = _partition_name(model, var_name, owner)
         terms = PartitionTerms(model, self.name)
         if not terms.likelihoods:
-            raise ValueError(f"{owner}: the partition {self.name!r} has no collapsed likelihood (pmp.NormalNormal, "
-                             "pmp.NormalInverseWishart or pmp.BetaBernoulli), so there is nothing to predict")
+            raise ValueError(f"{owner}: the partition {self.name!r} has no collapsed likelihood ({likelihood_names()}), "
+                             "so there is nothing to predict")
         self.terms = terms
         self.n, self.k, self.prior_code = terms.n, terms.k, terms.prior_code
         self.likelihoods = terms.likelihoods
@@ -522,8 +522,9 @@ def sample_posterior_predictive(result, model=None, *, var_name=None, var_names=
     posterior was fitted to (the result's ``observed_data``), then data for every item.
 
     ``pm.sample_posterior_predictive`` gives the same law once ``pymc_partitions`` is imported
-    (it uses the model's current data, and refuses if ``pm.set_data`` changed them since sampling);
-    this function reads everything from the result, so it also works after ``pm.set_data``. ``var_names``: the likelihoods
+    (given the whole result, it too reads the data at sampling time from it; given a bare
+    posterior it refuses likelihoods observed through ``pm.Data``, whose values at sampling time
+    are then unknown); both work after ``pm.set_data``. ``var_names``: the likelihoods
     to replicate (default all of the partition's); ``draws``: this many draws per chain, evenly
     spaced; ``random_seed``: an integer or a numpy Generator. Returns a result of the type
     ``pm.sample`` gives (InferenceData or DataTree) with a ``posterior_predictive`` group (and the

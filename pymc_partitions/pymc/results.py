@@ -1,17 +1,20 @@
 """Reading draws out of ``pm.sample`` results, shared by the diagnostics and the summaries.
 
 Which variables are partitions: those named by the caller; else the ``pmp.Partition`` variables
-of ``model=`` (or of the model in context); else, from the draws themselves, every integer
-variable with one dimension besides (chain, draw) whose every draw is a canonical label vector
-(first-appearance order: ``labels[0] == 0`` and each label at most one more than the largest
-before it), which is how this package's step methods store partitions, with a label 2 or more
-somewhere. An integer vector variable that is not canonical, or holds only 0/1 values (a
-Bernoulli indicator vector starting with 0 is canonical too), cannot be told apart from a vector
-of integers and is refused (the error says what to pass); integer scalars are numbers.
+of ``model=``; else those the result itself records (:data:`PARTITIONS_ATTR`, written when PyMC
+converts the trace of a model with a ``pmp.Partition``: it survives ``az.to_netcdf`` /
+``az.from_netcdf`` and ``pmp.save`` / ``pmp.load``); else those of the model in context; else, from
+the draws themselves, every integer variable with one dimension besides (chain, draw) whose every
+draw is a canonical label vector (first-appearance order: ``labels[0] == 0`` and each label at most
+one more than the largest before it), which is how this package's step methods store partitions,
+with a label 2 or more somewhere. An integer vector variable that is not canonical, or holds only
+0/1 values (a Bernoulli indicator vector starting with 0 is canonical too), cannot be told apart
+from a vector of integers and is refused (the error says what to pass); integer scalars are numbers.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 
 import numpy as np
@@ -22,9 +25,46 @@ from .compat import posterior_dataset
 from .distributions import is_partition
 
 #: How the partition variables were decided (recorded as the group attr ``partition_source``).
-SOURCES = ("partitions argument", "model argument", "model in context", "canonical labels")
+SOURCES = ("partitions argument", "model argument", "recorded in the result", "model in context", "canonical labels")
 REMEDY = ("Pass model= (its pmp.Partition variables are the partitions), or partitions=[...] naming them "
           "(partitions=[] for none).")
+
+
+#: Attribute of the ``posterior`` (and ``warmup_posterior``, ``prior``) group naming the model's
+#: partition variables in it, as a JSON list (a string, which every netCDF writer stores as it is),
+#: e.g. ``'["z"]'``; ``'[]'`` where the labels were taken out (:func:`~.invariants.label_invariant`).
+#: Written by :func:`record_partitions` at sampling time, read by :func:`recorded_partitions` only.
+PARTITIONS_ATTR = "pmp_partitions"
+
+
+def record_partitions(ds: xr.Dataset, model) -> xr.Dataset:
+    """``ds`` (a group PyMC converted from the trace of ``model``) with :data:`PARTITIONS_ATTR`
+    naming its ``pmp.Partition`` variables, so that a result says by itself which of its variables
+    are partitions (saved, reloaded, without the model); ``ds`` as it is when it holds none."""
+    if not isinstance(ds, xr.Dataset) or model is None:
+        return ds
+    parts = [rv.name for rv in getattr(model, "free_RVs", ()) if is_partition(rv) and rv.name in ds.data_vars]
+    if not parts:
+        return ds
+    ds = ds.copy(deep=False)
+    ds.attrs[PARTITIONS_ATTR] = json.dumps(parts)
+    return ds
+
+
+def recorded_partitions(posterior: xr.Dataset, owner: str = "pymc_partitions") -> list[str] | None:
+    """The partition variables ``posterior`` records (:data:`PARTITIONS_ATTR`) that it holds; None
+    when it records none (a result from a model without partitions, or from elsewhere)."""
+    value = posterior.attrs.get(PARTITIONS_ATTR)
+    if value is None:
+        return None
+    try:
+        names = json.loads(value) if isinstance(value, str) else None
+    except ValueError:
+        names = None
+    if not isinstance(names, list) or not all(isinstance(v, str) for v in names):
+        raise ValueError(f"{owner}: the posterior's attribute {PARTITIONS_ATTR!r} should be a JSON list of the "
+                         f"partition variables' names, got {value!r}. {REMEDY}")
+    return [v for v in names if v in posterior.data_vars]
 
 
 def _names(value, what: str, owner: str) -> list[str] | None:
@@ -113,25 +153,29 @@ def _auto_partition(values: np.ndarray, what: str, owner: str, remedy: str) -> b
                      f"of integers. {remedy}")
 
 
-def _partition_names(values, names, partitions, model, owner, remedy=REMEDY):
+def _partition_names(values, names, partitions, model, owner, remedy=REMEDY, posterior=None):
     """(partition names among ``names``, how that was decided); ``values``: draws by name (the
     draws-only rule looks at the names in ``values`` only); ``remedy``: what the error for an
-    ambiguous variable tells the user to pass."""
+    ambiguous variable tells the user to pass; ``posterior``: the group, whose record
+    (:func:`recorded_partitions`) comes after the arguments and before the model in context."""
     if partitions is not None:
         unknown = [p for p in partitions if p not in names]
         if unknown:
             raise ValueError(f"{owner}: partition variables {unknown} are not among the variables {names}")
         return list(partitions), SOURCES[0]
+    if model is not None and not isinstance(model, pm.Model):
+        raise TypeError(f"{owner}: model must be a pymc.Model, got {type(model).__name__}")
     source = SOURCES[1]
     if model is None:
+        recorded = None if posterior is None else recorded_partitions(posterior, owner)
+        if recorded is not None:
+            return [v for v in recorded if v in names], SOURCES[2]
         try:
             model = pm.modelcontext(None)
-            source = SOURCES[2]
+            source = SOURCES[3]
         except TypeError:
             model = None
-    elif not isinstance(model, pm.Model):
-        raise TypeError(f"{owner}: model must be a pymc.Model, got {type(model).__name__}")
     if model is not None:
         return [rv.name for rv in model.free_RVs if is_partition(rv) and rv.name in names], source
     parts = [v for v in names if v in values and _auto_partition(values[v], f"variable {v!r}", owner, remedy)]
-    return parts, SOURCES[3]
+    return parts, SOURCES[4]

@@ -13,18 +13,24 @@ import numpy as np
 import pymc as pm
 
 from .. import _checks
-from ..priors import PITMAN_YOR, log_eppf_sizes
-from ..samplers.concentration import escobar_west
+from ..priors import PITMAN_YOR, log_eppf_sizes, valid_parameters
+from ..samplers.concentration import escobar_west_log
+from ..families.kernels import has_network
 from ..samplers.gibbs import gibbs_sweeps
+from ..samplers.gibbs_sams import GibbsSAMSKernel
+from ..samplers.gibbs_sams import _run as gibbs_sams_run
 from ..samplers.jain_neal import JainNealKernel
 from ..samplers.pgsm import PGSMKernel
 from ..samplers.sams import SAMSKernel
+from ..samplers.tuning import sweeps_for
 from .compat import (STEP_METHODS, BlockedStep, ChainSetupMixin, Competence, ancestors, guard_convergence_checks,
-                     guard_forward_sampling, guard_initvals, guard_variable_order)
+                     guard_find_map, guard_forward_sampling, guard_initvals, guard_smc, guard_step_assignment,
+                     guard_variable_order)
 from .distributions import constant_value, is_partition, prior_parameter_model
 from .terms import PartitionTerms, _resolve_rv
 
-__all__ = ["CollapsedGibbs", "PGSM", "SAMS", "SplitMerge", "EscobarWest", "PriorSlice", "register"]
+__all__ = ["CollapsedGibbs", "GibbsSplitMerge", "PGSM", "SAMS", "SplitMerge", "EscobarWest", "PriorSlice",
+           "register"]
 
 
 class _PartitionStep(ChainSetupMixin, BlockedStep):
@@ -42,6 +48,13 @@ class _PartitionStep(ChainSetupMixin, BlockedStep):
         self.terms = PartitionTerms(model, vars[0])
         self.vars = [model.rvs_to_values[_resolve_rv(model, vars[0])]]
         self.rng = np.random.default_rng(rng)
+
+    def _need_two_items(self):
+        """Refuse a partition of one item for a move that picks two (split-merge, ARM)."""
+        if self.terms.n < 2:
+            raise ValueError(f"{type(self).__name__}: the partition {self.terms.name!r} has {self.terms.n} item, too few "
+                             "for its moves, which pick two items (with one item there is one partition: nothing to "
+                             "sample)")
 
     def _inputs(self, point):
         """(labels, prior params, FamilyPack) at ``point``."""
@@ -123,7 +136,8 @@ class CollapsedGibbs(_PartitionStep):
 
     @staticmethod
     def competence(var, has_grad):
-        return Competence.IDEAL if is_partition(var) else Competence.INCOMPATIBLE
+        """COMPATIBLE for partitions: :class:`GibbsSplitMerge` (IDEAL) is what ``pm.sample`` assigns."""
+        return Competence.COMPATIBLE if is_partition(var) else Competence.INCOMPATIBLE
 
 
 def _split_merge_moves(kernel, labels, moves, rng, prefix):
@@ -202,6 +216,7 @@ class PGSM(_PartitionStep):
                  anchor_proposal="uniform", annealed=True, moves=1, adapt_iterations=None, threshold=0.01, rng=None,
                  blocked=None, **kwargs):
         super().__init__(vars, model, rng)
+        self._need_two_items()
         self.moves = _check_moves("PGSM", moves)
         self.adapt_iterations = 2**62 if adapt_iterations is None else _checks.integer(
             "adapt_iterations", adapt_iterations, low=0, owner="PGSM")
@@ -285,6 +300,7 @@ class SAMS(_PartitionStep):
 
     def __init__(self, vars=None, model=None, moves=1, rng=None, blocked=None, **kwargs):
         super().__init__(vars, model, rng)
+        self._need_two_items()
         self.moves = _check_moves("SAMS", moves)
 
     def step(self, point):
@@ -338,14 +354,175 @@ class SplitMerge(_PartitionStep):
         self.intermediate_scans = _checks.integer("intermediate_scans", intermediate_scans, low=0,
                                                   owner="SplitMerge")
         self.moves = _check_moves("SplitMerge", moves)
-        if self.terms.n < 2:
-            raise ValueError(f"SplitMerge: the partition {self.terms.name!r} has one item; a move needs two")
+        self._need_two_items()
 
     def step(self, point):
         labels, prior_params, pack = self._inputs(point)
         kernel = JainNealKernel(pack, self.terms.prior_code, prior_params, self.intermediate_scans)
         labels, stats = _split_merge_moves(kernel, labels, self.moves, self.rng, "sm")
         return self._with_labels(point, labels), [stats]
+
+
+#: Cap on the item visits of one draw of :class:`GibbsSplitMerge` (sweeps x n) when it chooses its
+#: sweeps per draw: at n = 10^4 two sweeps, at n = 200 a hundred.
+MAX_VISITS_PER_DRAW = 20_000
+#: Cap on its sweeps per draw, whatever n.
+MAX_SWEEPS_PER_DRAW = 100
+
+
+def default_moves(n: int) -> int:
+    """Split-merge moves before each sweep of :class:`GibbsSplitMerge` by default: one, and one per
+    2000 items from n = 4000 on, at most 8 (many clusters take many splits, and a move costs a
+    fraction of a sweep there)."""
+    return int(min(8, max(1, n // 2000)))
+
+
+class GibbsSplitMerge(_PartitionStep):
+    """Collapsed Gibbs sweeps composed with split-merge moves: what ``pm.sample`` assigns to a
+    ``pmp.Partition`` by default.
+
+    A draw is ``sweeps`` repetitions of (``moves`` split-merge moves, then one collapsed Gibbs
+    sweep). The moves are SAMS (Dahl 2003, the law of :class:`SAMS`), run on the sweep's own
+    block statistics in one compiled loop (``samplers/gibbs_sams.py``); on a network likelihood
+    (``pmp.BetaBernoulliNetwork``), whose block-pair terms SAMS does not have, they are Jain-Neal
+    moves (:class:`SplitMerge`, ``intermediate_scans`` restricted scans). Gibbs sweeps move items
+    one at a time; the moves split and merge whole clusters, which sweeps may take forever to do
+    (``benchmarks/README.md``, mixing suite). Every part is an exact kernel, so is the draw.
+
+    ``sweeps="auto"`` (the default) does one repetition per draw during tuning, and at the end
+    of tuning sets the number of repetitions per draw to the integrated autocorrelation time of
+    the label-invariant quantities (number of clusters, largest share, log joint) over the second
+    half of tuning, in repetitions, so that kept draws are about one autocorrelation time apart:
+    where a sweep barely moves them (small data, strongly correlated draws) a draw does more work,
+    and PyMC's fixed cost per draw is spread over more of it; where a sweep already decorrelates
+    them, one. At most ``MAX_SWEEPS_PER_DRAW`` (100) and ``MAX_VISITS_PER_DRAW / n`` (2 at
+    n = 10^4) repetitions. The number is frozen from the first kept draw on (the kept draws come
+    from one fixed kernel), chosen from the chain's own draws (reproducible from
+    ``random_seed``), and per chain. With ``tune=0`` it stays 1.
+
+    Parameters
+    ----------
+    vars : list
+        The Partition variable.
+    moves : int, optional
+        Split-merge moves before each sweep (0: Gibbs sweeps alone). Default: 1 below n = 4000,
+        then n / 2000, at most 8.
+    sweeps : int or "auto", default "auto"
+        Repetitions (moves, then a sweep) per draw; an integer fixes it.
+    intermediate_scans : int, default 2
+        Network likelihoods only: restricted scans of each Jain-Neal move.
+
+    Sampler statistics: ``n_clusters`` and ``log_joint`` (as :class:`CollapsedGibbs`, after the
+    draw's last sweep), ``sweeps`` (repetitions this draw), and summed over the draw's moves
+    ``sams_splits``, ``sams_merges`` (accepted), ``sams_proposed_splits`` -- ``sm_splits``,
+    ``sm_merges``, ``sm_proposed_splits`` on a network.
+
+    Examples
+    --------
+    >>> import numpy as np, pymc as pm, pymc_partitions as pmp
+    >>> y = np.r_[np.zeros(20), np.ones(20) * 8.0] + np.random.default_rng(0).normal(size=40)
+    >>> with pm.Model():
+    ...     z = pmp.Partition("z", pmp.CRP(1.0), n=40)
+    ...     obs = pmp.NormalNormal("y", partition=z, mu0=4.0, sigma0=5.0, sigma=1.0, observed=y)
+    ...     idata = pm.sample(draws=100, tune=100, chains=2, random_seed=1, progressbar=False,
+    ...                       compute_convergence_checks=False)  # GibbsSplitMerge, automatically
+    >>> stats = pmp.posterior_dataset(idata, "sample_stats")
+    >>> int(stats["sweeps"].min()) >= 1
+    True
+    """
+
+    name = "gibbs_split_merge"
+
+    def __init__(self, vars=None, model=None, moves=None, sweeps="auto", intermediate_scans=2, rng=None, blocked=None,
+                 **kwargs):
+        super().__init__(vars, model, rng)
+        n = self.terms.n
+        self.moves = default_moves(n) if moves is None else _checks.integer("moves", moves, low=0,
+                                                                              owner="GibbsSplitMerge")
+        if isinstance(sweeps, str):
+            if sweeps != "auto":
+                raise ValueError(f"GibbsSplitMerge: sweeps must be a positive integer or 'auto', got {sweeps!r}")
+            self.fixed_sweeps = None
+        else:
+            self.fixed_sweeps = _checks.integer("sweeps", sweeps, low=1, owner="GibbsSplitMerge")
+        self.intermediate_scans = _checks.integer("intermediate_scans", intermediate_scans, low=0,
+                                                  owner="GibbsSplitMerge")
+        if self.moves and n < 2:
+            raise ValueError(f"GibbsSplitMerge: the partition {self.terms.name!r} has one item; a split-merge "
+                             "move needs two (pass moves=0)")
+        self.max_sweeps = int(min(MAX_SWEEPS_PER_DRAW, max(1, MAX_VISITS_PER_DRAW // n)))
+        model = pm.modelcontext(model)
+        point = kwargs.get("initial_point")
+        point = point if point is not None else model.initial_point(0)
+        _, pack = self.terms.kernel_inputs(point)
+        self.network = has_network(pack)
+        prefix = "sm" if self.network else "sams"
+        self._prefix = prefix
+        self.stats_dtypes_shapes = {
+            "n_clusters": (np.int64, []), "log_joint": (np.float64, []), "sweeps": (np.int64, []),
+            f"{prefix}_splits": (np.int64, []), f"{prefix}_merges": (np.int64, []),
+            f"{prefix}_proposed_splits": (np.int64, []),
+        }  # per instance (the prefix depends on the likelihood); PyMC 5 reads stats_dtypes
+        self.stats_dtypes = [{name: dtype for name, (dtype, _) in self.stats_dtypes_shapes.items()}]
+        self.reset_chain(None, None)
+        self._compile_now(point)
+
+    def reset_chain(self, tune, draws):
+        """A new chain: one repetition per draw, and a fresh record of the tuning draws."""
+        self.sweeps = self.fixed_sweeps or 1
+        self.tuning = self.fixed_sweeps is None
+        self._trace = []
+
+    def stop_tuning(self):
+        """End of tuning: choose the repetitions per draw (``sweeps="auto"``) and freeze them."""
+        if self.tuning and len(self._trace) >= 8:
+            traces = np.asarray(self._trace, dtype=np.float64).T
+            self.sweeps = sweeps_for(traces, self.sweeps, self.max_sweeps)
+        self.tuning = False
+        self._trace = []
+
+    def _compile_now(self, point):
+        """Compile (or load) the kernels in the process that builds the step (see CollapsedGibbs)."""
+        try:
+            labels, prior_params, pack = self._inputs(point)
+            self._draw(labels, prior_params, pack, np.random.default_rng(0), 1)
+        except Exception:  # noqa: BLE001 - only a warm-up
+            pass
+
+    def _draw(self, labels, prior_params, pack, rng, reps):
+        """``reps`` repetitions; (labels, log joint, [proposed splits, splits, merges])."""
+        labels = np.ascontiguousarray(labels, dtype=np.int64)
+        n = labels.shape[0]
+        if not self.network:
+            kernel = GibbsSAMSKernel(pack, self.terms.prior_code, prior_params, reps=reps, moves=self.moves)
+            orders, uniforms, pairs, seeds = kernel.random_numbers(rng, n)
+            return gibbs_sams_run(labels, pack, kernel.prior_code, kernel.prior_params, orders, uniforms, pairs, seeds)
+        counts = np.zeros(3, np.int64)
+        mover = JainNealKernel(pack, self.terms.prior_code, prior_params, self.intermediate_scans) if self.moves else None
+        for _ in range(reps):
+            for _ in range(self.moves):
+                labels, info = mover.step(labels, rng)
+                split = info["move"] == "split"
+                counts += (split, split and info["accepted"], (not split) and info["accepted"])
+            labels, lj = gibbs_sweeps(labels, pack, self.terms.prior_code, prior_params, rng.permutation(n)[None],
+                                      rng.random((1, n)))
+        return labels, lj, counts
+
+    def step(self, point):
+        labels, prior_params, pack = self._inputs(point)
+        new, lj, counts = self._draw(labels, prior_params, pack, self.rng, self.sweeps)
+        sizes = np.bincount(new)
+        if self.tuning:
+            self._trace.append((sizes.shape[0], sizes.max(), lj))
+        prefix = self._prefix
+        stats = {"n_clusters": int(sizes.shape[0]), "log_joint": float(lj), "sweeps": self.sweeps,
+                 f"{prefix}_proposed_splits": int(counts[0]), f"{prefix}_splits": int(counts[1]),
+                 f"{prefix}_merges": int(counts[2])}
+        return self._with_labels(point, new), [stats]
+
+    @staticmethod
+    def competence(var, has_grad):
+        return Competence.IDEAL if is_partition(var) else Competence.INCOMPATIBLE
 
 
 # ----------------------------------------------------------------------------- prior parameters
@@ -433,6 +610,11 @@ class EscobarWest(ChainSetupMixin, BlockedStep):
     ``pmp.CRP``. ``pm.sample`` assigns this step automatically to every such variable (unless
     ``step=`` names a step for it).
 
+    Every valid Gamma prior works, vague ones such as Gamma(1e-3, 1e-3) included: alpha is drawn in
+    log space and kept as log alpha (the default log transform), so draws far below 1e-308 are
+    exact; alpha itself (the posterior variable, the ``alpha`` statistic) is then 0, read by the
+    partition's steps as its limit (one block). The statistic ``log_alpha`` holds the draw.
+
     Examples
     --------
     >>> import numpy as np, pymc as pm, pymc_partitions as pmp
@@ -446,7 +628,7 @@ class EscobarWest(ChainSetupMixin, BlockedStep):
 
     name = "escobar_west"
     default_blocked = False  # several variables: one step each
-    stats_dtypes_shapes = {"alpha": (np.float64, [])}
+    stats_dtypes_shapes = {"alpha": (np.float64, []), "log_alpha": (np.float64, [])}
 
     def __init__(self, vars=None, model=None, rng=None, blocked=None, **kwargs):
         model = pm.modelcontext(model)
@@ -466,17 +648,19 @@ class EscobarWest(ChainSetupMixin, BlockedStep):
 
     def step(self, point):
         k = int(np.count_nonzero(np.bincount(point[self.z_value])))
-        alpha = self._to_alpha(point[self.value_name])
-        alpha = escobar_west(alpha, k, self.n, self.a, self.b, self.rng)
+        value = float(point[self.value_name])
+        if self.log_scale:  # the point holds log alpha: the draw is exact however far below 1e-308 alpha is
+            log_alpha = escobar_west_log(value, k, self.n, self.a, self.b, self.rng)
+            new = log_alpha
+        else:  # alpha itself (no transform): 0 when the draw falls below the smallest float, read as that limit
+            if not value >= 0.0:
+                raise ValueError(f"EscobarWest: {self.value_name!r} = {value!r} is outside the Gamma prior's support")
+            log_alpha = escobar_west_log(math.log(value) if value > 0.0 else -math.inf, k, self.n, self.a, self.b,
+                                         self.rng)
+            new = math.exp(log_alpha)
         point = dict(point)
-        point[self.value_name] = np.asarray(self._from_alpha(alpha), dtype=np.asarray(point[self.value_name]).dtype)
-        return point, [{"alpha": alpha}]
-
-    def _to_alpha(self, value):
-        return math.exp(float(value)) if self.log_scale else float(value)
-
-    def _from_alpha(self, alpha):
-        return math.log(alpha) if self.log_scale else alpha
+        point[self.value_name] = np.asarray(new, dtype=np.asarray(point[self.value_name]).dtype)
+        return point, [{"alpha": math.exp(log_alpha), "log_alpha": log_alpha}]
 
     @staticmethod
     def competence(var, has_grad):
@@ -496,6 +680,12 @@ class PriorSlice(ChainSetupMixin, BlockedStep):
     discount that enters the model only through one Partition prior, except where
     :class:`EscobarWest` applies (a Gamma-prior CRP concentration), unless ``step=`` names a step
     for it.
+
+    alpha = 0, what a positive alpha below about 1e-308 underflows to, is read as its limit (one
+    block). Where PyMC cannot evaluate the variable's own log density at an unconstrained value
+    (a vague prior with mass below 1e-308: pm.Gamma(1e-3, 1e-3) on PyMC 5, whose log density is
+    -inf once alpha underflows; a discount that rounds to 1), the step stops with an error rather
+    than cut that mass off silently.
 
     Parameters
     ----------
@@ -534,6 +724,7 @@ class PriorSlice(ChainSetupMixin, BlockedStep):
         alpha, discount, k, _ = z.owner.inputs[-4:]
         self.prior_code = PITMAN_YOR if int(constant_value(k)) == 0 else 1
         self.k = float(constant_value(k))
+        self.transformed = model.rvs_to_transforms.get(rv) is not None
         own_logp = model.logp(vars=[rv], jacobian=True, sum=True)
         params = model.replace_rvs_by_values([alpha, discount])
         self._fn = model.compile_fn([own_logp, *params], inputs=model.value_vars, on_unused_input="ignore",
@@ -546,12 +737,20 @@ class PriorSlice(ChainSetupMixin, BlockedStep):
         point[self.value_name] = np.asarray(value, dtype=point[self.value_name].dtype)
         own, alpha, discount = self._fn(point)
         if not np.isfinite(own):
+            if self.transformed and math.isfinite(value):
+                # an unconstrained value maps into the prior's support: a non-finite log density is PyMC
+                # failing to evaluate it (e.g. alpha = exp(value) underflowed to 0), and treating it as
+                # outside the slice would silently cut that part of the law away
+                raise ValueError(
+                    f"PriorSlice: PyMC {pm.__version__} evaluates the log density of {self.value_name!r} as {own} at "
+                    f"the unconstrained value {value!r} (alpha = {float(alpha)!r}, discount = {float(discount)!r}): "
+                    "the prior puts mass where float64 cannot evaluate it (a value that under- or overflows), so "
+                    "slice sampling would silently cut it off. Use a prior with less mass there, pmp.EscobarWest "
+                    "for a Gamma prior on a CRP's alpha (exact in log space), or a PyMC whose log densities stay "
+                    "finite there (PyMC 6 evaluates pm.Gamma on the log scale exactly)")
             return -np.inf
         alpha, discount = float(alpha), float(discount)
-        if self.prior_code == PITMAN_YOR:
-            if not (0 <= discount < 1 and alpha > -discount and (discount > 0 or alpha > 0)):
-                return -np.inf
-        elif not alpha > 0:
+        if not valid_parameters(self.prior_code, alpha, discount):
             return -np.inf
         return float(own) + log_eppf_sizes(self.prior_code, np.array([alpha, discount, self.k]), sizes)
 
@@ -603,6 +802,103 @@ class PriorSlice(ChainSetupMixin, BlockedStep):
         return Competence.IDEAL
 
 
+# ----------------------------------------------------------------------------- PyMC entry points
+
+#: What to use instead of a PyMC sampler that cannot sample a partition.
+_USE_INSTEAD = ("Use pm.sample: it gives each pmp.Partition a pmp.GibbsSplitMerge step automatically (Gibbs sweeps "
+                "with split-merge moves; pmp.CollapsedGibbs, pmp.PGSM, pmp.SAMS, pmp.SplitMerge or pmp.ARM in step= "
+                "instead) and PyMC's samplers to the other variables")
+
+
+def _partitions(model):
+    return [rv for rv in model.free_RVs if is_partition(rv)]
+
+
+def refuse_partition(model, entry: str) -> None:
+    """``NotImplementedError`` if ``model`` has a partition: ``entry`` (a PyMC sampler such as
+    ``pm.sample_smc``) moves every variable with continuous proposals, which leave the labels where
+    they start. Nothing for models without one. Called by :func:`~.compat.guard_smc`."""
+    names = [rv.name for rv in _partitions(model)]
+    if names:
+        raise NotImplementedError(
+            f"{entry} cannot sample a model with a partition ({', '.join(map(repr, names))}, pmp.Partition): its "
+            "proposals are continuous and cannot move cluster labels, so every draw would keep the starting "
+            f"partition (one block). {_USE_INSTEAD}. To compare models, which {entry}'s marginal likelihood "
+            "serves, use pmp.loo / az.compare on pm.sample results (docs/model_comparison.md)")
+
+
+def check_find_map(model, start, vars, start_name="start") -> None:
+    """Refuse ``pm.find_MAP`` on a model with a partition unless ``start`` gives every partition's
+    labels (its result is then the mode of the other variables given them), and always when
+    ``vars`` names a partition. Nothing for models without one. ``start_name`` is the installed
+    PyMC's name of that argument (``start``, ``initvals``). Called by
+    :func:`~.compat.guard_find_map`."""
+    parts = _partitions(model)
+    if not parts:
+        return
+    for var in ([] if vars is None else list(vars) if isinstance(vars, (list, tuple)) else [vars]):
+        try:
+            rv = _resolve_rv(model, var)
+        except (ValueError, KeyError, TypeError):
+            continue  # PyMC reports it
+        if is_partition(rv):
+            raise NotImplementedError(
+                f"pm.find_MAP cannot optimise the partition {rv.name!r}: its labels are discrete (the optimiser would "
+                "move them as real numbers). For a point estimate of a partition sample its posterior with pm.sample "
+                "and summarise it with pmp.point_estimate")
+    given = {} if start is None else start
+    missing = [rv.name for rv in parts if rv.name not in given and model.rvs_to_values[rv].name not in given]
+    if missing:
+        raise NotImplementedError(
+            f"pm.find_MAP keeps the partition(s) {missing} at their starting labels (one block) and optimises the "
+            "other variables given them: the result (e.g. a CRP alpha near 0) is the mode given one block, not a MAP "
+            "of the model. For a point estimate of a partition use pm.sample and pmp.point_estimate; for the mode of "
+            f"the other variables given chosen labels pass them: pm.find_MAP({start_name}={{{missing[0]!r}: labels}})")
+
+
+def _flat_steps(step):
+    if step is None:
+        return []
+    if isinstance(step, (list, tuple)):
+        return [m for s in step for m in _flat_steps(s)]
+    methods = getattr(step, "methods", None)
+    if isinstance(methods, (list, tuple)):  # a CompoundStep
+        return [m for s in methods for m in _flat_steps(s)]
+    return [step]
+
+
+def check_partition_steps(model, step) -> None:
+    """Refuse, before ``pm.sample`` runs, steps given in ``step=`` that would sample a partition
+    wrongly: a step method not of this package (``pm.Metropolis``, ``pm.Slice``, ... treat the labels
+    as numbers, and each label vector has the log density of its partition, so the partitions would
+    be sampled in proportion to their numbers of labellings), and one partition in two steps of the
+    same class (their statistics would be stacked along an extra dimension like two partitions'; one
+    step with more ``sweeps`` / ``moves`` does the same). Nothing for models without a partition.
+    Called by :func:`~.compat.guard_step_assignment`."""
+    parts = {model.rvs_to_values[rv]: rv.name for rv in _partitions(model)}
+    if not parts:
+        return
+    seen = {}
+    for method in _flat_steps(step):
+        for var in getattr(method, "vars", None) or []:
+            name = parts.get(var)
+            if name is None:
+                continue
+            kind = type(method).__name__
+            if not isinstance(method, _PartitionStep):
+                raise ValueError(
+                    f"step {kind} cannot sample the partition {name!r} (pmp.Partition): it moves the labels as "
+                    "numbers, and would sample each partition in proportion to its number of labellings. "
+                    f"{_USE_INSTEAD}; give {kind} the other variables only")
+            if (kind, name) in seen:
+                more = "sweeps" if isinstance(method, (CollapsedGibbs, GibbsSplitMerge)) else "moves"
+                raise ValueError(
+                    f"the partition {name!r} is given to two {kind} steps: give one {kind} step {more}=2 instead "
+                    "(two steps' statistics would be stacked along an extra dimension, as if there were two "
+                    "partitions)")
+            seen[kind, name] = method
+
+
 def register():
     """Let ``pm.sample`` assign :class:`CollapsedGibbs` to Partition variables, :class:`EscobarWest`
     and :class:`PriorSlice` to their prior parameters automatically, check Partition starting
@@ -610,11 +906,16 @@ def register():
     ``pm.sample_posterior_predictive`` draw collapsed likelihoods given the observed data
     (:func:`~.compat.guard_forward_sampling`) and judge partitions on label-invariant quantities
     in ``pm.sample``'s convergence checks (:func:`~.compat.guard_convergence_checks`), with
-    those quantities before the labels in the result (:func:`~.compat.guard_variable_order`)."""
-    for cls in (CollapsedGibbs, EscobarWest, PriorSlice):
+    those quantities before the labels in the result (:func:`~.compat.guard_variable_order`), and
+    refuse PyMC samplers that cannot sample a partition (:func:`~.compat.guard_step_assignment`,
+    :func:`~.compat.guard_smc`, :func:`~.compat.guard_find_map`)."""
+    for cls in (GibbsSplitMerge, CollapsedGibbs, EscobarWest, PriorSlice):
         if cls not in STEP_METHODS:
             STEP_METHODS.append(cls)
     guard_initvals()
     guard_forward_sampling()
     guard_convergence_checks()
     guard_variable_order()
+    guard_step_assignment()
+    guard_smc()
+    guard_find_map()

@@ -85,7 +85,7 @@ def _partition_draws(result, var_name, model, owner) -> tuple[np.ndarray, _Sourc
                   if posterior[v].dtype.kind in "iub" and set(posterior[v].dims) >= {"chain", "draw"}
                   and posterior[v].ndim == 3}
     parts, how = _partition_names(candidates, names, None if var_name is None else [var_name], model, owner,
-                                  remedy=_REMEDY)
+                                  remedy=_REMEDY, posterior=posterior)
     if len(parts) != 1:
         found = f"several partition variables {parts}" if parts else "no partition variable"
         raise ValueError(f"{owner}: found {found} in the posterior (variables {names}). {_REMEDY}")

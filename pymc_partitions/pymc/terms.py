@@ -13,9 +13,9 @@ import pytensor
 from pytensor.compile.sharedvalue import SharedVariable
 
 from ..families.kernels import FamilyPack
-from ..priors import FINITE_DIRICHLET, PITMAN_YOR
+from ..priors import FINITE_DIRICHLET, PITMAN_YOR, valid_parameters
 from .compat import ancestors
-from .distributions import CollapsedLikelihoodRV, constant_value, is_partition, partition_size
+from .distributions import CollapsedLikelihoodRV, constant_value, is_partition, likelihood_names, partition_size
 
 __all__ = ["PartitionTerms"]
 
@@ -119,8 +119,8 @@ class PartitionTerms:
             if rv in ancestors([v]) and v is not rv:
                 raise ValueError(
                     f"{v.name!r} depends on the partition {rv.name!r} but is not a collapsed likelihood of "
-                    "pymc_partitions: the partition's step methods would ignore it. Use pmp.NormalNormal, "
-                    "pmp.NormalInverseWishart or pmp.BetaBernoulli for data given the partition."
+                    f"pymc_partitions: the partition's step methods would ignore it. Use {likelihood_names()} for "
+                    "data given the partition."
                 )
 
     def hyper_values(self, point):
@@ -155,11 +155,7 @@ class PartitionTerms:
     def check_prior_params(self, prior_params):
         """Raise ``ValueError`` if the current prior parameters are outside their support."""
         alpha, discount, _ = prior_params
-        if self.prior_code == PITMAN_YOR:
-            ok = 0 <= discount < 1 and alpha > -discount and (discount > 0 or alpha > 0)
-        else:
-            ok = alpha > 0
-        if not ok:
+        if not valid_parameters(self.prior_code, alpha, discount):
             raise ValueError(f"{self.name!r}: invalid prior parameters alpha={alpha}, discount={discount}")
 
     def labels(self, point):

@@ -23,7 +23,8 @@ from .._numeric import check_uniforms, draw_log_weights, runtime_int
 from ..families.kernels import (FamilyPack, check_pack, has_network, pack_init, pack_log_marginal, pack_log_preds,
                                 pack_update, refuse_network)
 from ..partition import as_labels, canonicalize_dense_into, index_array
-from ..priors import FINITE_DIRICHLET, PITMAN_YOR, UNIFORM_LABELS, log_eppf_sizes, log_join_weight, log_new_weight
+from ..priors import (FINITE_DIRICHLET, PITMAN_YOR, UNIFORM_LABELS, log_eppf_sizes, log_join_weight, log_new_weight,
+                      valid_parameters)
 
 __all__ = ["gibbs_sweeps", "log_joint", "GibbsKernel", "check_model"]
 
@@ -49,11 +50,12 @@ def check_model(pack, prior_code, prior_params, owner: str, *, network: bool = F
                          f"got {prior_params!r}")
     alpha, discount, k = values
     n = pack.data.shape[0]
-    if code == PITMAN_YOR:
-        ok = 0.0 <= discount < 1.0 and alpha > -discount and alpha + n <= _ALPHA_MAX
-        what = "Pitman-Yor: need 0 <= discount < 1 and -discount < alpha <= 1e290"
+    if code == PITMAN_YOR:  # (alpha = 0 with discount 0: the limit of an alpha that underflowed; valid_parameters)
+        ok = valid_parameters(code, alpha, discount) and alpha + n <= _ALPHA_MAX
+        what = "Pitman-Yor: need 0 <= discount < 1 and -discount < alpha <= 1e290"  # (or their float limits)
     else:
-        ok = k >= 1 and k == math.floor(k) and (code == UNIFORM_LABELS or 0.0 < alpha and k * alpha + n <= _ALPHA_MAX)
+        ok = k >= 1 and k == math.floor(k) and (code == UNIFORM_LABELS or valid_parameters(code, alpha, discount)
+                                                and k * alpha + n <= _ALPHA_MAX)
         what = ("finite Dirichlet: need alpha > 0, k a positive integer and k alpha <= 1e290"
                 if code == FINITE_DIRICHLET else "uniform labels: need k a positive integer")
     if not ok:

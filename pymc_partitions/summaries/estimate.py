@@ -19,6 +19,9 @@ METHODS = ("salso", "draws")
 DEFAULT_SEARCH_BYTES = 2**30
 
 
+_REPR_SIZES = 12  # cluster sizes shown by PointEstimate's repr, then how many more
+
+
 @dataclass(frozen=True)
 class PointEstimate:
     """A point estimate of the partition.
@@ -43,8 +46,11 @@ class PointEstimate:
 
     def __repr__(self) -> str:
         sizes = np.bincount(self.labels)
+        shown = ", ".join(str(v) for v in sizes[:_REPR_SIZES])
+        if sizes.size > _REPR_SIZES:
+            shown += f", ... ({sizes.size - _REPR_SIZES} more)"
         return (f"PointEstimate(loss={self.loss!r}, method={self.method!r}, expected_loss={self.expected_loss:.6g}, "
-                f"n_clusters={self.n_clusters}, sizes={sizes.tolist() if sizes.size <= 12 else sizes[:12].tolist()})")
+                f"n_clusters={self.n_clusters}, sizes=[{shown}])")
 
 
 def check_settings(owner: str, *, max_clusters=0, runs=16, max_zealous_attempts=10, prob_sequential_allocation=0.5,
