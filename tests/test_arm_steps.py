@@ -61,6 +61,30 @@ def test_arm_frozen_mode_with_gibbs_matches_enumeration():
     check_every_chain(model, prior, idata, n)
 
 
+def test_arm_with_the_default_gibbs_split_merge_from_dispersed_starts_matches_enumeration():
+    """The composition docs/steps.md recommends since GibbsSplitMerge became the default:
+    step=[GibbsSplitMerge, ARM], every chain from its own dispersed start (no initvals)."""
+    n, prior = 6, pmp.CRP(0.8)
+    with pm.Model() as model:
+        z = pmp.Partition("z", prior, n=n)
+        add_likelihood("bb", z, n)
+        idata = pm.sample(draws=2500, tune=100, chains=4, cores=1, random_seed=11,
+                          step=[pmp.GibbsSplitMerge([z]), pmp.ARM([z])], **QUIET)
+    stats = posterior_dataset(idata, "sample_stats")
+    assert "sweeps" in stats and stats["arm_accepted"].values.sum() > 300
+    check_every_chain(model, prior, idata, n)
+
+
+def test_arm_alone_gets_no_default_sweep_step():
+    """Naming ARM in step= covers the partition: pm.sample adds no GibbsSplitMerge (docs/steps.md)."""
+    with pm.Model():
+        z = pmp.Partition("z", pmp.CRP(1.0), n=6)
+        add_likelihood("bb", z, 6)
+        idata = pm.sample(draws=5, tune=0, chains=3, cores=1, random_seed=1, step=[pmp.ARM([z])], **QUIET)
+    stats = posterior_dataset(idata, "sample_stats")
+    assert "arm_active" in stats and "sweeps" not in stats and "n_clusters" not in stats
+
+
 @pytest.mark.parametrize("with_gibbs", [False, True], ids=["alone", "with-gibbs"])
 def test_split_merge_matches_enumeration(with_gibbs):
     n, prior = 6, pmp.FiniteDirichlet(0.7, 3)

@@ -40,7 +40,9 @@ class ARM(_PartitionStep, PopulationArrayStepShared):
     Each move is an exact Metropolis-Hastings move given its references.
 
     ARM alone is not ergodic: when the references agree it cannot move (the move is skipped).
-    Interleave it with Gibbs sweeps: ``step=[pmp.CollapsedGibbs([z]), pmp.ARM([z])]``.
+    Give it a sweep step on the same partition, ``step=[pmp.GibbsSplitMerge([z]), pmp.ARM([z])]``
+    or ``step=[pmp.CollapsedGibbs([z]), pmp.ARM([z])]``: naming ARM in ``step=`` covers the
+    partition, so ``pm.sample`` adds no default step for it.
 
     Plain ARM only recombines what its references hold: a split that no chain has made cannot be
     proposed, so chains that share a trap stay in it. Two options (on by default) let it
