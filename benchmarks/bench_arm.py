@@ -7,6 +7,11 @@ cost of one ARM move in Gibbs sweeps.
     PYTHONPATH=. python benchmarks/bench_arm.py --only networks   # section 3 alone (~4 CPU minutes)
     PYTHONPATH=. python benchmarks/bench_arm.py --only netcost    # its node-move cost table alone
     PYTHONPATH=. python benchmarks/bench_arm.py --only restarts   # section 3b alone (~4 CPU minutes)
+    # issue 20's ARM target (benchmarks/README.md, "ARM that discovers"; ~80 s CPU): pm.sample's
+    # dispersed start, budgets 1 s karate / 3 s planted; --seed 1 another set of restarts;
+    # --synthetic / --focus set the options of the non-plain ARM rows (ablations)
+    PYTHONPATH=. python benchmarks/bench_arm.py --quick --only restarts --starts dispersed \
+        --restart-budget 1,3 --no-chains-table [--net-methods Gibbs+SM,Gibbs+ARM --focus 0]
 
 Prints markdown tables; never fails (benchmarks measure, tests assert). Everything runs in one
 process after numba warm-up calls, kernels called directly (``pymc_partitions.samplers``), CPU
@@ -51,8 +56,8 @@ charged). Prior CRP(1) and Beta(1, 1) throughout (seed 004: alpha = beta0+ = bet
    club (n = 34, ``pmp.datasets.load_karate``) and planted partitions (n = 200 with 4 blocks,
    n = 1000 with 5; within-block edge probability 6x the between-block one, mean degree ~10).
    The same drivers: S = 8 chains from one block after 50 Gibbs sweeps, then Gibbs, Gibbs + SM
-   (Jain-Neal, 5 intermediate scans) and Gibbs + ARM (alternating, ``moves=2``, one move per
-   iteration on average), **each given the same CPU budget** (iterations run until the
+   (Jain-Neal, 5 intermediate scans) and Gibbs + ARM (alternating; plain ARM with ``moves=1``
+   and ``moves=2``, and ``pmp.ARM``'s defaults with ``moves=1``), **each given the same CPU budget** (iterations run until the
    population's CPU passes it). Reported: iterations and normalised iterations, acceptance of the
    moves (ARM vs SM: Table 5), the Gelman-Rubin R-hat of the log joint across the 8 chains on the
    second half of the run (Tables 3-4; the paper computes it across 4 restarts, here across the
@@ -62,11 +67,12 @@ charged). Prior CRP(1) and Beta(1, 1) throughout (seed 004: alpha = beta0+ = bet
    n = 1000 and 10^4 with K = 5, 20 and 50 planted blocks, started at the planted partition: the
    cached kernel against the O(degree + K^2) reference, same random numbers, one process.
 3b. **R-hat across restarts** (seed 004 Tables 3-4 and Fig. 6a as the paper computes them): karate
-   and the planted partition of n = 200; Gibbs, Gibbs + SM and Gibbs + ARM (``moves=2``), each
-   run as 4 independent restarts (populations of S = 8 chains, each from one block after 50 Gibbs
-   sweeps of its own) to the same CPU budget; R-hat of the log joint for each chain index across
+   and the planted partition of n = 200; the same methods, each run as 4 independent restarts
+   (populations of S = 8 chains, each from one block after 50 Gibbs sweeps of its own, or from
+   ``pm.sample``'s dispersed start) to the same CPU budget; R-hat of the log joint for each chain index across
    the 4 restarts, second half of the iterations made within 1/4, 1/2 and all of the budget:
-   mean ± sd over the chain indices. Then ARM with S = 4, 8, 16 chains (a fixed number of
+   mean ± sd over the chain indices; the chains at split-merge's log-joint level (within 5 nats)
+   and the log joint's bulk ESS per CPU second (issue 20's ARM target). Then ARM with S = 4, 8, 16 chains (a fixed number of
    iterations, 4 restarts each) and SM with S = 8 beside it (Fig. 6a).
 """
 
@@ -451,7 +457,8 @@ def rhat(traces):
 # iterations, S = 8, 4 restarts: Gibbs, SM, ARM) on its downsampled real networks
 PAPER_NET = "NIPS 1: SM 0.48, ARM 19.41 (R-hat 24.88 / 2.43 / 1.09); Hagmann 0.25: 0.14, 13.56 (2.86 / 1.99 / 1.08); " \
             "USAir 0.8: 0.04, 4.10 (2.32 / 1.94 / 1.01); Caltech 0.7: 0.09, 6.82 (20.58 / 3.41 / 1.11)"
-NET_METHODS = {"Gibbs": "Gibbs", "Gibbs+SM": "SM", "Gibbs+ARM plain": "ARM x2 plain", "Gibbs+ARM": "ARM"}
+NET_METHODS = {"Gibbs": "Gibbs", "Gibbs+SM": "SM", "Gibbs+ARM plain": "ARM plain", "Gibbs+ARM x2 plain": "ARM x2 plain",
+               "Gibbs+ARM": "ARM"}
 
 
 def run_budget(method, problem, states, budget, seed, iterations=None):
@@ -563,24 +570,20 @@ def networks(cfg):
     print(f"\nSection 3: {time.process_time() - c_start:.0f} s CPU.")
 
 
-DISPERSED_BLOCKS, DISPERSED_SWEEPS = 20, 5
 LEVEL_NATS = 5.0  # a chain "reaches the split-merge level" when its mean log joint is within this of SM's
 
 
 def dispersed_states(problem, seed, chains=S):
-    """Issue 20's dispersed start: each chain from its own uniformly random labels in
-    DISPERSED_BLOCKS blocks, then DISPERSED_SWEEPS Gibbs sweeps."""
-    gibbs = GibbsKernel(*kernel_args(problem))
-    states = []
-    for c in range(chains):
-        rng = np.random.default_rng([seed, c, 20])
-        labels = rng.integers(0, DISPERSED_BLOCKS, problem.n)
-        for _ in range(DISPERSED_SWEEPS):
-            labels = gibbs.step(labels, rng)[0]
-        states.append(labels)
-    return states
+    """pm.sample's default start (``initval="dispersed"``): each chain from its own uniformly random
+    labels on min(n, DISPERSED_BLOCKS) values, no sweeps before the methods start."""
+    from pymc_partitions.pymc.distributions import DISPERSED_BLOCKS  # noqa: PLC0415 (imports PyMC)
+
+    blocks = min(problem.n, DISPERSED_BLOCKS)
+    return [np.random.default_rng([seed, c, 20]).integers(0, blocks, problem.n).astype(np.int64)
+            for c in range(chains)]
 
 
+SEED_OFFSET = [0]  # --seed: another set of restarts (start states and random numbers) in section 3b
 START_KINDS = {"one block + 50 sweeps": initial_states, "dispersed": dispersed_states}
 
 
@@ -596,8 +599,9 @@ def restart_runs(method, problem, start, n_restarts, budget, chains=S, iteration
     (log joint traces (chains, iterations), CPU after each iteration), moves tried and accepted."""
     runs, tried, chg, ks = [], 0, 0, []
     for r in range(n_restarts):
-        states = START_KINDS[start](problem, 7919 * r + problem.n + (0 if iterations is None else chains), chains)
-        pop, lj, cpu = run_budget(method, problem, states, budget, seed + r, iterations)
+        r_seed = r + 1000 * SEED_OFFSET[0]
+        states = START_KINDS[start](problem, 7919 * r_seed + problem.n + (0 if iterations is None else chains), chains)
+        pop, lj, cpu = run_budget(method, problem, states, budget, seed + r_seed, iterations)
         runs.append((lj, cpu))
         tried, chg = tried + pop.tried, chg + pop.changed
         ks += [s.max() + 1 for s in pop.states]
@@ -627,7 +631,7 @@ def restarts(cfg):
     print(f"{n_restarts} restarts per method, problem and start, each a population of S = {S} chains with its "
           "own start states and random numbers, run to the same CPU budget B. Starts: *one block + 50 sweeps* "
           f"(the paper's: each chain from one block, then 50 Gibbs sweeps) and *dispersed* (each chain from "
-          f"uniformly random labels in {DISPERSED_BLOCKS} blocks, then {DISPERSED_SWEEPS} Gibbs sweeps). R-hat (not "
+          "uniformly random labels on min(n, 32) values, pm.sample's default start, no sweeps before). R-hat (not "
           "split) of the log joint for each chain index s across the restarts' chains s, on the second half of "
           f"the iterations made within {', '.join(f'{m:g}' for m in marks)} x B CPU seconds (the restarts cut to a "
           "common length): mean ± sd over the S chain indices, as seed 004 reports it (Table 3: 4 restarts, "
@@ -642,7 +646,7 @@ def restarts(cfg):
           + " | mean log joint (2nd half) | chains at the SM level | ESS / CPU s (ESS per restart; ESS all) | K at end |")
     print("|---|---|---|---|---|---|" + "---|" * len(marks) + "---|---|---|---|")
     for problem, budget in zip(problems, budgets):
-        for start in START_KINDS:
+        for start in cfg.get("starts", START_KINDS):
             sm_level = None
             for name, method in NET_METHODS.items():
                 runs, tried, chg, ks = restart_runs(method, problem, start, n_restarts, budget)
@@ -664,6 +668,9 @@ def restarts(cfg):
                       f"| {np.mean(ess_r) / cpu_half:.0f} ({np.mean(ess_r):.0f}; {ess_all:.0f}) | {np.mean(ks):.1f} |",
                       flush=True)
     iters = cfg["net_restart_iters"]
+    if not cfg.get("chains_table", True):
+        print(f"\nSection 3b: {time.process_time() - c_start:.0f} s CPU.")
+        return
     print(f"\nARM against the number of chains (Fig. 6a): S = 4, 8, 16 chains, {n_restarts} restarts each, "
           f"{iters} iterations of ARM + Gibbs per restart (so CPU grows with S), from the paper's start; R-hat "
           "across restarts per chain index, second half; Jain-Neal SM with S = 8 and the same iterations beside "
@@ -707,6 +714,11 @@ def main():
     ap.add_argument("--synthetic", type=float, help="ARMKernel synthetic probability of the non-plain ARM rows")
     ap.add_argument("--focus", type=float, help="ARMKernel focus probability of the non-plain ARM rows")
     ap.add_argument("--synthetic-scans", type=int, help="ARMKernel synthetic_scans of the non-plain ARM rows")
+    ap.add_argument("--starts", help="comma-separated starts of section 3b (default: " + ",".join(START_KINDS) + ")")
+    ap.add_argument("--restart-budget", help="section 3b CPU budgets B per population, karate,planted (e.g. 1,4)")
+    ap.add_argument("--seed", type=int, default=0, help="section 3b: another set of restarts (0: the default)")
+    ap.add_argument("--net-methods", help="comma-separated rows of section 3b (default: " + ",".join(NET_METHODS) + ")")
+    ap.add_argument("--no-chains-table", action="store_true", help="skip section 3b's S = 4, 8, 16 table")
     args = ap.parse_args()
     options = {k: v for k, v in (("synthetic", args.synthetic), ("focus", args.focus),
                                  ("synthetic_scans", args.synthetic_scans)) if v is not None}
@@ -719,6 +731,22 @@ def main():
         cfg["datasets"] = args.datasets
     if args.iterations is not None:
         cfg["T"] = args.iterations
+    if args.starts:
+        cfg["starts"] = [k.strip() for k in args.starts.split(",")]
+        unknown = set(cfg["starts"]) - set(START_KINDS)
+        if unknown:
+            ap.error(f"--starts: unknown {sorted(unknown)}; choose from {list(START_KINDS)}")
+    if args.restart_budget:
+        cfg["net_restart_budget"] = tuple(float(b) for b in args.restart_budget.split(","))
+    cfg["chains_table"] = not args.no_chains_table
+    SEED_OFFSET[0] = args.seed
+    if args.net_methods:
+        keep = [m.strip() for m in args.net_methods.split(",")]
+        if set(keep) - set(NET_METHODS):
+            ap.error(f"--net-methods: unknown {sorted(set(keep) - set(NET_METHODS))}; choose from {list(NET_METHODS)}")
+        for m in list(NET_METHODS):
+            if m not in keep:
+                del NET_METHODS[m]
     w0, c0 = time.perf_counter(), time.process_time()
     print(f"# bench_arm ({'quick' if args.quick else 'full'}) {time.strftime('%Y-%m-%d %H:%M')}, "
           f"{os.cpu_count()} cores, Python {platform.python_version()}, numpy {np.__version__}, "
