@@ -7,6 +7,11 @@ cost of one ARM move in Gibbs sweeps.
     PYTHONPATH=. python benchmarks/bench_arm.py --only networks   # section 3 alone (~4 CPU minutes)
     PYTHONPATH=. python benchmarks/bench_arm.py --only netcost    # its node-move cost table alone
     PYTHONPATH=. python benchmarks/bench_arm.py --only restarts   # section 3b alone (~4 CPU minutes)
+    # issue 20's ARM target (benchmarks/README.md, "ARM that discovers"; ~80 s CPU): pm.sample's
+    # dispersed start, budgets 1 s karate / 3 s planted; --seed 1 another set of restarts;
+    # --synthetic / --focus set the options of the non-plain ARM rows (ablations)
+    PYTHONPATH=. python benchmarks/bench_arm.py --quick --only restarts --starts dispersed \
+        --restart-budget 1,3 --no-chains-table [--net-methods Gibbs+SM,Gibbs+ARM --focus 0]
 
 Prints markdown tables; never fails (benchmarks measure, tests assert). Everything runs in one
 process after numba warm-up calls, kernels called directly (``pymc_partitions.samplers``), CPU
@@ -51,8 +56,8 @@ charged). Prior CRP(1) and Beta(1, 1) throughout (seed 004: alpha = beta0+ = bet
    club (n = 34, ``pmp.datasets.load_karate``) and planted partitions (n = 200 with 4 blocks,
    n = 1000 with 5; within-block edge probability 6x the between-block one, mean degree ~10).
    The same drivers: S = 8 chains from one block after 50 Gibbs sweeps, then Gibbs, Gibbs + SM
-   (Jain-Neal, 5 intermediate scans) and Gibbs + ARM (alternating, ``moves=2``, one move per
-   iteration on average), **each given the same CPU budget** (iterations run until the
+   (Jain-Neal, 5 intermediate scans) and Gibbs + ARM (alternating; plain ARM with ``moves=1``
+   and ``moves=2``, and ``pmp.ARM``'s defaults with ``moves=1``), **each given the same CPU budget** (iterations run until the
    population's CPU passes it). Reported: iterations and normalised iterations, acceptance of the
    moves (ARM vs SM: Table 5), the Gelman-Rubin R-hat of the log joint across the 8 chains on the
    second half of the run (Tables 3-4; the paper computes it across 4 restarts, here across the
@@ -62,11 +67,12 @@ charged). Prior CRP(1) and Beta(1, 1) throughout (seed 004: alpha = beta0+ = bet
    n = 1000 and 10^4 with K = 5, 20 and 50 planted blocks, started at the planted partition: the
    cached kernel against the O(degree + K^2) reference, same random numbers, one process.
 3b. **R-hat across restarts** (seed 004 Tables 3-4 and Fig. 6a as the paper computes them): karate
-   and the planted partition of n = 200; Gibbs, Gibbs + SM and Gibbs + ARM (``moves=2``), each
-   run as 4 independent restarts (populations of S = 8 chains, each from one block after 50 Gibbs
-   sweeps of its own) to the same CPU budget; R-hat of the log joint for each chain index across
+   and the planted partition of n = 200; the same methods, each run as 4 independent restarts
+   (populations of S = 8 chains, each from one block after 50 Gibbs sweeps of its own, or from
+   ``pm.sample``'s dispersed start) to the same CPU budget; R-hat of the log joint for each chain index across
    the 4 restarts, second half of the iterations made within 1/4, 1/2 and all of the budget:
-   mean ± sd over the chain indices. Then ARM with S = 4, 8, 16 chains (a fixed number of
+   mean ± sd over the chain indices; the chains at split-merge's log-joint level (within 5 nats)
+   and the log joint's bulk ESS per CPU second (issue 20's ARM target). Then ARM with S = 4, 8, 16 chains (a fixed number of
    iterations, 4 restarts each) and SM with S = 8 beside it (Fig. 6a).
 """
 
@@ -110,8 +116,12 @@ PAPER = {6: {"Gibbs": ("116.5(939)", "91.6(889)", "2000"), "SM": ("27.8(122)", "
              "ARM": ("8.5(50)", "9.2(49)", "6731(59)")},
          10: {"Gibbs": ("88.9(1374)", "99.3(1327)", "2000"), "SM": ("19.3(171)", "30.4(254)", "7503(185)"),
               "ARM": ("10.8(125)", "14.7(140)", "6705(44)")}}
-METHODS = ["Gibbs", "SM", "SAMS", "PGSM", "ARM", "ARM x2"]
-PAPER_NAME = {"Gibbs": "Gibbs", "SM": "SM", "ARM x2": "ARM"}  # the paper's rows (one move per iteration)
+# ARM variants: (moves per active iteration, ARMKernel options). "plain" is the paper's move (the
+# references as given); without the suffix, pmp.ARM's defaults (synthetic and pair-focused references)
+PLAIN = dict(synthetic=0.0, focus=0.0)
+ARM_VARIANTS = {"ARM plain": (1, PLAIN), "ARM x2 plain": (2, PLAIN), "ARM": (1, {}), "ARM x2": (2, {})}
+METHODS = ["Gibbs", "SM", "SAMS", "PGSM", "ARM plain", "ARM x2 plain", "ARM", "ARM x2"]
+PAPER_NAME = {"Gibbs": "Gibbs", "SM": "SM", "ARM x2 plain": "ARM"}  # the paper's rows (one move per iteration)
 
 SETTINGS = {
     "full": dict(d=(6, 8, 10), datasets=8, T=2000, speed_n=(10, 100, 1000), speed_d=(6, 10), speed_burn=200,
@@ -208,9 +218,10 @@ def initial_states(problem, seed, chains=S):
 
 def make_mover(method, problem):
     args = kernel_args(problem)
+    if method in ARM_VARIANTS:
+        return ARMKernel(*args, **ARM_VARIANTS[method][1])
     return {"Gibbs": lambda: None, "SM": lambda: JainNealKernel(*args, intermediate_scans=5),
-            "SAMS": lambda: SAMSKernel(*args), "PGSM": lambda: PGSMKernel(*args),
-            "ARM": lambda: ARMKernel(*args), "ARM x2": lambda: ARMKernel(*args)}[method]()
+            "SAMS": lambda: SAMSKernel(*args), "PGSM": lambda: PGSMKernel(*args)}[method]()
 
 
 def changed(info):
@@ -230,7 +241,7 @@ class Population:
         self.rngs = [np.random.default_rng([seed, 1000 + c]) for c in range(len(states))]
         self.gibbs = GibbsKernel(*kernel_args(problem))
         self.mover = make_mover(method, problem)
-        self.arm_moves = {"ARM": 1, "ARM x2": 2}.get(method, 0)
+        self.arm_moves = ARM_VARIANTS[method][0] if method in ARM_VARIANTS else 0
         self.move_cpu = np.zeros(len(states))
         self.sweep_cpu = np.zeros(len(states))
         self.lj = np.full(len(states), np.nan)  # log joint after the last sweep
@@ -392,8 +403,10 @@ def speed(cfg):
     print("Seed 004: ARM \"about three times more expensive than a Gibbs sweep\" (Sec. 3.4); its Table 2 gives "
           "~6700 normalised iterations for 2000 iterations of ARM + Gibbs and ~6700-7500 for SM + Gibbs, i.e. one "
           "move ~2.4 sweeps (ARM) and ~2.4-2.8 sweeps (SM), at n = 100. The paper gives no figure for a mixture "
-          "at n = 1000. Target (issue 12): an ARM move <= 3 Gibbs sweeps. n = 10 shows the fixed cost of a call "
-          "(Python wrapper, checks, random numbers), which is a large share at n = 100.\n")
+          "at n = 1000. Targets: an ARM move <= 3 Gibbs sweeps (issue 12); with synthetic and focused "
+          "references (pmp.ARM's defaults) <= ~1.5x the plain move (issue 20). n = 10 shows the fixed cost of a "
+          "call (Python wrapper, checks, random numbers), which is a large share at n = 100. Each ARM variant "
+          "runs its own population from the same initial states.\n")
     print("| n | d | when | kernel | calls | median µs | mean µs | median / Gibbs median | mean / Gibbs mean "
           "| moves changing the state |")
     print("|---|---|---|---|---|---|---|---|---|---|")
@@ -402,26 +415,28 @@ def speed(cfg):
             problem = bernoulli_problem(n, d, 7 * n + d)
             states = initial_states(problem, n + d)
             rounds = cfg["speed_rounds"]
-            pop = Population("ARM", problem, states, 5)
+            pops = {v: Population(v, problem, states, 5) for v in ("ARM plain", "ARM")}
             for when in ("after init", f"after {cfg['speed_burn']} its"):
-                if when != "after init":
-                    for _ in range(cfg["speed_burn"] - pop.t):
-                        pop.iterate()
-                moves, sweeps = [], []
-                tried, chg = pop.tried, pop.changed
-                for _ in range(rounds):
-                    pop.iterate(moves, sweeps)
-                rows = [("ARM move", moves, (pop.changed - chg) / max(1, pop.tried - tried)), ("Gibbs sweep", sweeps, None)]
+                rows = []
+                for variant, pop in pops.items():
+                    if when != "after init":
+                        for _ in range(cfg["speed_burn"] - pop.t):
+                            pop.iterate()
+                    moves, sweeps = [], []
+                    tried, chg = pop.tried, pop.changed
+                    for _ in range(rounds):
+                        pop.iterate(moves, sweeps)
+                    rows.append((f"{variant} move", moves, sweeps, (pop.changed - chg) / max(1, pop.tried - tried)))
+                    rows.append(("Gibbs sweep", sweeps, sweeps, None))
                 if when != "after init":  # the other kernels' moves on the same states
                     for m in ("SM", "SAMS", "PGSM"):
-                        other = Population(m, problem, pop.states, 11)
-                        mt = []
+                        other = Population(m, problem, pops["ARM plain"].states, 11)
+                        mt, st = [], []
                         for _ in range(max(3, rounds // 4)):
-                            other.iterate(mt)
-                        rows.append((f"{m} move", mt, other.changed / other.tried))
-                g_med, g_mean = np.median(sweeps), np.mean(sweeps)
-                for name, t, acc in rows:
-                    t = np.asarray(t)
+                            other.iterate(mt, st)
+                        rows.append((f"{m} move", mt, st, other.changed / other.tried))
+                for name, t, sw, acc in rows:
+                    t, g_med, g_mean = np.asarray(t), np.median(sw), np.mean(sw)
                     print(f"| {n} | {d} | {when} | {name} | {len(t)} | {np.median(t) * 1e6:.0f} | {t.mean() * 1e6:.0f} "
                           f"| {np.median(t) / g_med:.2f} | {t.mean() / g_mean:.2f} | {'' if acc is None else f'{acc:.1%}'} |")
 
@@ -442,7 +457,8 @@ def rhat(traces):
 # iterations, S = 8, 4 restarts: Gibbs, SM, ARM) on its downsampled real networks
 PAPER_NET = "NIPS 1: SM 0.48, ARM 19.41 (R-hat 24.88 / 2.43 / 1.09); Hagmann 0.25: 0.14, 13.56 (2.86 / 1.99 / 1.08); " \
             "USAir 0.8: 0.04, 4.10 (2.32 / 1.94 / 1.01); Caltech 0.7: 0.09, 6.82 (20.58 / 3.41 / 1.11)"
-NET_METHODS = {"Gibbs": "Gibbs", "Gibbs+SM": "SM", "Gibbs+ARM": "ARM x2"}
+NET_METHODS = {"Gibbs": "Gibbs", "Gibbs+SM": "SM", "Gibbs+ARM plain": "ARM plain", "Gibbs+ARM x2 plain": "ARM x2 plain",
+               "Gibbs+ARM": "ARM"}
 
 
 def run_budget(method, problem, states, budget, seed, iterations=None):
@@ -535,14 +551,14 @@ def networks(cfg):
             acc = "" if method == "Gibbs" else f"{pop.changed / max(1, pop.tried):.2%} of {pop.tried}"
             print(f"| {problem.title} | {name} | {total:.1f} | {pop.t} | {pop.t * total / sweeps:.0f} | {acc} "
                   f"| {rhat(half):.3f} | {half.mean():.1f} | {np.mean([s.max() + 1 for s in pop.states]):.1f} |")
-    print("\nARM acceptance against the number of chains (Fig. 6a; alternating scheme, moves=2, "
+    print("\nARM acceptance against the number of chains (Fig. 6a; alternating scheme, pmp.ARM's defaults, "
           f"{cfg['net_s_iters']} iterations after the 50-sweep initialisation):\n")
     print("| problem | S | ARM moves | accepted | R-hat log joint (2nd half) |")
     print("|---|---|---|---|---|")
     for problem in problems[:2]:
         for chains in (3, 4, 6, 8):
             states = initial_states(problem, problem.n + chains, chains)
-            pop = Population("ARM x2", problem, states, 5)
+            pop = Population("ARM", problem, states, 5)
             lj = []
             for _ in range(cfg["net_s_iters"]):
                 pop.iterate()
@@ -554,8 +570,56 @@ def networks(cfg):
     print(f"\nSection 3: {time.process_time() - c_start:.0f} s CPU.")
 
 
+LEVEL_NATS = 5.0  # a chain "reaches the split-merge level" when its mean log joint is within this of SM's
+
+
+def dispersed_states(problem, seed, chains=S):
+    """pm.sample's default start (``initval="dispersed"``): each chain from its own uniformly random
+    labels on min(n, DISPERSED_BLOCKS) values, no sweeps before the methods start."""
+    from pymc_partitions.pymc.distributions import DISPERSED_BLOCKS  # noqa: PLC0415 (imports PyMC)
+
+    blocks = min(problem.n, DISPERSED_BLOCKS)
+    return [np.random.default_rng([seed, c, 20]).integers(0, blocks, problem.n).astype(np.int64)
+            for c in range(chains)]
+
+
+SEED_OFFSET = [0]  # --seed: another set of restarts (start states and random numbers) in section 3b
+START_KINDS = {"one block + 50 sweeps": initial_states, "dispersed": dispersed_states}
+
+
+def ess_bulk(traces):
+    """Rank-normalised bulk ESS (ArviZ) of (chains, draws) traces."""
+    import arviz as az  # noqa: PLC0415
+
+    return float(az.ess(np.asarray(traces, float), method="bulk"))
+
+
+def restart_runs(method, problem, start, n_restarts, budget, chains=S, iterations=None, seed=100):
+    """``n_restarts`` independent populations (own start states, own random numbers): a list of
+    (log joint traces (chains, iterations), CPU after each iteration), moves tried and accepted."""
+    runs, tried, chg, ks = [], 0, 0, []
+    for r in range(n_restarts):
+        r_seed = r + 1000 * SEED_OFFSET[0]
+        states = START_KINDS[start](problem, 7919 * r_seed + problem.n + (0 if iterations is None else chains), chains)
+        pop, lj, cpu = run_budget(method, problem, states, budget, seed + r_seed, iterations)
+        runs.append((lj, cpu))
+        tried, chg = tried + pop.tried, chg + pop.changed
+        ks += [s.max() + 1 for s in pop.states]
+    return runs, tried, chg, ks
+
+
+def second_half(runs, cpu_limit=None):
+    """(restarts, chains, draws) log joints of the second half of the iterations made within
+    ``cpu_limit`` (all if None; cut to a common length), and the mean CPU of that half."""
+    ends = [len(cpu) if cpu_limit is None else int(np.searchsorted(cpu, cpu_limit, side="right")) for _, cpu in runs]
+    t = min(ends)
+    half = np.stack([lj[:, t // 2:t] for lj, _ in runs])
+    return half, float(np.mean([cpu[t - 1] - cpu[t // 2 - 1] for _, cpu in runs]))
+
+
 def restarts(cfg):
-    """Seed 004 Tables 3-4 and Fig. 6a with restarts: R-hat between independent populations."""
+    """Seed 004 Tables 3-4 and Fig. 6a with restarts: R-hat between independent populations, from
+    the paper's start and from dispersed starts; issue 20's targets on the planted partition."""
     print("\n## 3b. Networks: R-hat of the log joint across restarts (seed 004 Tables 3-4, Fig. 6a)\n")
     c_start = time.process_time()
     problems = network_problems()[:2]  # karate, planted n = 200
@@ -564,55 +628,66 @@ def restarts(cfg):
         for _ in range(3):
             pop.iterate()
     n_restarts, budgets, marks = cfg["net_restarts"], cfg["net_restart_budget"], (0.25, 0.5, 1.0)
-    print(f"{n_restarts} restarts per method and problem, each a population of S = {S} chains started from one "
-          "block after 50 Gibbs sweeps of its own, run to the same CPU budget B; R-hat (not split) of the log "
-          "joint for each chain index s across the restarts' chains s, on the second half of the iterations "
-          f"made within {', '.join(f'{m:g}' for m in marks)} x B CPU seconds (the restarts cut to a common "
-          "length): mean ± sd over the S chain indices, as seed 004 reports it (Table 3: 4 restarts, S = 8, "
-          f"half burn-in). Seed 004 (acceptance x 100 SM / ARM, R-hat Gibbs / SM / ARM, Table 4): {PAPER_NET}.\n")
-    print("| problem | method | B (CPU s per population) | iterations (within B) | moves accepted | "
-          + " | ".join(f"R-hat at {m:g} B" for m in marks) + " | mean log joint (2nd half) | K at end |")
-    print("|---|---|---|---|---|" + "---|" * len(marks) + "---|---|")
+    print(f"{n_restarts} restarts per method, problem and start, each a population of S = {S} chains with its "
+          "own start states and random numbers, run to the same CPU budget B. Starts: *one block + 50 sweeps* "
+          f"(the paper's: each chain from one block, then 50 Gibbs sweeps) and *dispersed* (each chain from "
+          "uniformly random labels on min(n, 32) values, pm.sample's default start, no sweeps before). R-hat (not "
+          "split) of the log joint for each chain index s across the restarts' chains s, on the second half of "
+          f"the iterations made within {', '.join(f'{m:g}' for m in marks)} x B CPU seconds (the restarts cut to a "
+          "common length): mean ± sd over the S chain indices, as seed 004 reports it (Table 3: 4 restarts, "
+          "S = 8, half burn-in). *Chains at the SM level*: chains (of all restarts) whose mean log joint over the "
+          f"second half is within {LEVEL_NATS:g} nats of Gibbs+SM's mean from the same start. *ESS / CPU s*: "
+          "rank-normalised bulk ESS of the log joint (ArviZ) over one restart's S chains on the second half, "
+          "divided by that half's CPU seconds, mean over restarts (ESS all: over all restarts' chains at once, "
+          "which also counts disagreement between restarts). Acceptance x 100 SM / ARM and R-hat Gibbs / SM / "
+          f"ARM in seed 004 (Tables 4-5): {PAPER_NET}.\n")
+    print("| problem | start | method | B (CPU s) | iterations within B | moves accepted | "
+          + " | ".join(f"R-hat at {m:g} B" for m in marks)
+          + " | mean log joint (2nd half) | chains at the SM level | ESS / CPU s (ESS per restart; ESS all) | K at end |")
+    print("|---|---|---|---|---|---|" + "---|" * len(marks) + "---|---|---|---|")
     for problem, budget in zip(problems, budgets):
-        for name, method in NET_METHODS.items():
-            runs, tried, chg, ks = [], 0, 0, []
-            for r in range(n_restarts):
-                states = initial_states(problem, 7919 * r + problem.n)
-                pop, lj, cpu = run_budget(method, problem, states, budget, 100 + r)
-                runs.append((lj, cpu))
-                tried, chg = tried + pop.tried, chg + pop.changed
-                ks += [s.max() + 1 for s in pop.states]
-            cells = []
-            for m in marks:
-                rh, t = rhat_across_restarts(runs, m * budget)
-                cells.append(f"{ms(rh, 2)} ({t} its)")
-            _, t = rhat_across_restarts(runs)
-            acc = "" if method == "Gibbs" else f"{chg / max(1, tried):.2%} of {tried}"
-            mean_lj = np.mean([lj[:, t // 2:t].mean() for lj, _ in runs])
-            print(f"| {problem.title.split(',')[0]}, n = {problem.n} | {name} | {budget:g} | "
-                  f"{min(len(c) for _, c in runs)}-{max(len(c) for _, c in runs)} | {acc} | " + " | ".join(cells)
-                  + f" | {mean_lj:.1f} | {np.mean(ks):.1f} |")
+        for start in cfg.get("starts", START_KINDS):
+            sm_level = None
+            for name, method in NET_METHODS.items():
+                runs, tried, chg, ks = restart_runs(method, problem, start, n_restarts, budget)
+                cells = []
+                for m in marks:
+                    rh, t = rhat_across_restarts(runs, m * budget)
+                    cells.append(f"{ms(rh, 2)} ({t} its)")
+                half, cpu_half = second_half(runs)
+                means = half.mean(axis=2)
+                if method == "SM":
+                    sm_level = means.mean()
+                at_level = "" if sm_level is None else f"{int((means >= sm_level - LEVEL_NATS).sum())} / {means.size}"
+                ess_r = [ess_bulk(h) for h in half]
+                ess_all = ess_bulk(half.reshape(-1, half.shape[2]))
+                acc = "" if method == "Gibbs" else f"{chg / max(1, tried):.2%} of {tried}"
+                print(f"| {problem.title.split(',')[0]}, n = {problem.n} | {start} | {name} | {budget:g} | "
+                      f"{min(len(c) for _, c in runs)}-{max(len(c) for _, c in runs)} | {acc} | " + " | ".join(cells)
+                      + f" | {means.mean():.1f} (chains {means.min():.1f} to {means.max():.1f}) | {at_level} "
+                      f"| {np.mean(ess_r) / cpu_half:.0f} ({np.mean(ess_r):.0f}; {ess_all:.0f}) | {np.mean(ks):.1f} |",
+                      flush=True)
     iters = cfg["net_restart_iters"]
+    if not cfg.get("chains_table", True):
+        print(f"\nSection 3b: {time.process_time() - c_start:.0f} s CPU.")
+        return
     print(f"\nARM against the number of chains (Fig. 6a): S = 4, 8, 16 chains, {n_restarts} restarts each, "
-          f"{iters} iterations of ARM (alternating, moves=2) + Gibbs per restart (so CPU grows with S); R-hat "
+          f"{iters} iterations of ARM + Gibbs per restart (so CPU grows with S), from the paper's start; R-hat "
           "across restarts per chain index, second half; Jain-Neal SM with S = 8 and the same iterations beside "
           "(the paper's vertical line).\n")
     print("| problem | method | S | CPU s per population | moves accepted | R-hat log joint (mean ± sd over s) "
-          "| worst chain index |")
-    print("|---|---|---|---|---|---|---|")
+          "| worst chain index | mean log joint (2nd half; chains min to max) |")
+    print("|---|---|---|---|---|---|---|---|")
+    start = "one block + 50 sweeps"
     for problem in problems:
-        for method, chains in (("ARM x2", 4), ("ARM x2", 8), ("ARM x2", 16), ("SM", 8)):
-            runs, tried, chg, cpus = [], 0, 0, []
-            for r in range(n_restarts):
-                states = initial_states(problem, 7919 * r + problem.n + chains, chains)
-                pop, lj, cpu = run_budget(method, problem, states, np.inf, 200 + r, iterations=iters)
-                runs.append((lj, cpu))
-                tried, chg = tried + pop.tried, chg + pop.changed
-                cpus.append(cpu[-1])
+        for method, chains in (("ARM x2 plain", 8), ("ARM", 4), ("ARM", 8), ("ARM", 16), ("SM", 8)):
+            runs, tried, chg, _ = restart_runs(method, problem, start, n_restarts, np.inf, chains, iters, seed=200)
             rh, _ = rhat_across_restarts(runs)
-            print(f"| {problem.title.split(',')[0]}, n = {problem.n} | {'ARM' if method == 'ARM x2' else method} "
-                  f"| {chains} | {np.mean(cpus):.1f} | {chg / max(1, tried):.2%} of {tried} | {ms(rh, 3)} "
-                  f"| {np.nanmax(rh):.3f} |")
+            half, _ = second_half(runs)
+            means = half.mean(axis=2)
+            print(f"| {problem.title.split(',')[0]}, n = {problem.n} | {method} | {chains} "
+                  f"| {np.mean([c[-1] for _, c in runs]):.1f} | {chg / max(1, tried):.2%} of {tried} | {ms(rh, 3)} "
+                  f"| {np.nanmax(rh):.3f} | {means.mean():.1f} ({means.min():.1f} to {means.max():.1f}) |", flush=True)
     print(f"\nSection 3b: {time.process_time() - c_start:.0f} s CPU.")
 
 
@@ -635,16 +710,48 @@ def main():
                     help="run one section (netcost: the network node-move cost table of section 3 alone)")
     ap.add_argument("--datasets", type=int, help="data sets per d in section 1")
     ap.add_argument("--iterations", type=int, help="iterations T in section 1")
+    ap.add_argument("--methods", help="comma-separated methods of section 1 (default: " + ",".join(METHODS) + ")")
+    ap.add_argument("--synthetic", type=float, help="ARMKernel synthetic probability of the non-plain ARM rows")
+    ap.add_argument("--focus", type=float, help="ARMKernel focus probability of the non-plain ARM rows")
+    ap.add_argument("--synthetic-scans", type=int, help="ARMKernel synthetic_scans of the non-plain ARM rows")
+    ap.add_argument("--starts", help="comma-separated starts of section 3b (default: " + ",".join(START_KINDS) + ")")
+    ap.add_argument("--restart-budget", help="section 3b CPU budgets B per population, karate,planted (e.g. 1,4)")
+    ap.add_argument("--seed", type=int, default=0, help="section 3b: another set of restarts (0: the default)")
+    ap.add_argument("--net-methods", help="comma-separated rows of section 3b (default: " + ",".join(NET_METHODS) + ")")
+    ap.add_argument("--no-chains-table", action="store_true", help="skip section 3b's S = 4, 8, 16 table")
     args = ap.parse_args()
+    options = {k: v for k, v in (("synthetic", args.synthetic), ("focus", args.focus),
+                                 ("synthetic_scans", args.synthetic_scans)) if v is not None}
+    for name in ("ARM", "ARM x2"):
+        ARM_VARIANTS[name] = (ARM_VARIANTS[name][0], options)
+    if args.methods:
+        METHODS[:] = [m.strip() for m in args.methods.split(",")]
     cfg = dict(SETTINGS["quick" if args.quick else "full"])
     if args.datasets is not None:
         cfg["datasets"] = args.datasets
     if args.iterations is not None:
         cfg["T"] = args.iterations
+    if args.starts:
+        cfg["starts"] = [k.strip() for k in args.starts.split(",")]
+        unknown = set(cfg["starts"]) - set(START_KINDS)
+        if unknown:
+            ap.error(f"--starts: unknown {sorted(unknown)}; choose from {list(START_KINDS)}")
+    if args.restart_budget:
+        cfg["net_restart_budget"] = tuple(float(b) for b in args.restart_budget.split(","))
+    cfg["chains_table"] = not args.no_chains_table
+    SEED_OFFSET[0] = args.seed
+    if args.net_methods:
+        keep = [m.strip() for m in args.net_methods.split(",")]
+        if set(keep) - set(NET_METHODS):
+            ap.error(f"--net-methods: unknown {sorted(set(keep) - set(NET_METHODS))}; choose from {list(NET_METHODS)}")
+        for m in list(NET_METHODS):
+            if m not in keep:
+                del NET_METHODS[m]
     w0, c0 = time.perf_counter(), time.process_time()
     print(f"# bench_arm ({'quick' if args.quick else 'full'}) {time.strftime('%Y-%m-%d %H:%M')}, "
           f"{os.cpu_count()} cores, Python {platform.python_version()}, numpy {np.__version__}, "
-          f"numba {numba.__version__}, load average at start {os.getloadavg()[0]:.2f}")
+          f"numba {numba.__version__}, load average at start {os.getloadavg()[0]:.2f}; ARM rows: "
+          + "; ".join(f"{k}: moves={v[0]} {v[1] or 'pmp.ARM defaults'}" for k, v in ARM_VARIANTS.items()))
     if args.only == "netcost":
         node_move_cost(200, 5, 1)  # (compile)
         node_move_table(cfg)

@@ -9,7 +9,11 @@ pairs; sum-to-one and the sampled proposals at n = 5, 6 and 7, detailed balance 
 * proposals drawn by the sampler (separate code from the forced path) follow the forced T
   (chi-square);
 * a chain whose references do not depend on its state has the exact posterior, and does not
-  when the reverse probability is dropped from the ratio (the tests can fail);
+  when the reverse probability is dropped from the ratio (the tests can fail): plain ARM, and
+  ARM with synthetic and pair-focused references (the defaults);
+* a synthetic reference is one Jain-Neal split or merge of the reference it comes from, drawn
+  from it and the seed alone; pair-focused references are coarsenings of the references that
+  still disagree on the pair, and give moves of one split or merge with exact forced paths;
 * the move is deterministic in its random numbers, the pair selection is uniform over the pairs
   the references disagree on, and the record describes the move.
 """
@@ -22,7 +26,7 @@ from scipy import stats
 
 from enumeration import check_against, chi_square_pvalue, exact_posterior
 from models import NETWORK_FAMILIES, PRIORS, pack
-from pymc_partitions.partition import canonicalize, enumerate_partitions
+from pymc_partitions.partition import as_labels, canonicalize, contingency, enumerate_partitions
 from pymc_partitions.samplers import arm
 from pymc_partitions.samplers.arm import ARMKernel, _order, _proposal_matrix, arm_log_proposal, arm_move
 from pymc_partitions.samplers.arm import arm_select_pair
@@ -190,12 +194,15 @@ def test_sampled_proposals_follow_the_forced_probabilities(prior_name, family, n
         assert chi_square_pvalue(counts, p) > 1e-3
 
 
-def chain(fam, prior, pool, n_draws, arm_moves, seed):
+PLAIN = dict(synthetic=0.0, focus=0.0)  # the paper's move: references used as given
+
+
+def chain(fam, prior, pool, n_draws, arm_moves, seed, options=PLAIN):
     """Gibbs sweep + ``arm_moves`` ARM moves per iteration, references two different members of a
     fixed pool of partitions (independent of the chain's state)."""
     rng = np.random.default_rng(seed)
     gibbs = GibbsKernel(fam, prior.code, prior.kernel_params())
-    kernel = ARMKernel(fam, prior.code, prior.kernel_params())
+    kernel = ARMKernel(fam, prior.code, prior.kernel_params(), **options)
     n = fam.data.shape[0]
     labels = np.zeros(n, np.int64)
     out = np.empty((n_draws, n), np.int64)
@@ -210,19 +217,23 @@ def chain(fam, prior, pool, n_draws, arm_moves, seed):
     return out, accepted
 
 
-@pytest.mark.parametrize("family", ["bb", "net"])
-def test_chain_with_state_independent_references_matches_enumeration(monkeypatch, family):
+OPTIONS = {"plain": PLAIN, "default": {}, "synthetic-focused": dict(synthetic=0.6, synthetic_scans=1, focus=0.5)}
+
+
+@pytest.mark.parametrize("family,options", [("bb", "plain"), ("net", "plain"), ("bb", "default"),
+                                            ("net", "synthetic-focused")])
+def test_chain_with_state_independent_references_matches_enumeration(monkeypatch, family, options):
     n = 6
     prior = PRIORS["crp"]
     fam = pack(family, n)
     parts, exact, wrong = posteriors(prior, fam, n)
     pool = parts[np.random.default_rng(0).choice(len(parts), 12, replace=False)]
-    samples, accepted = chain(fam, prior, pool, 8000, 3, seed=1)
+    samples, accepted = chain(fam, prior, pool, 8000, 3, seed=1, options=OPTIONS[options])
     assert accepted > 2000
     check_against(parts, exact, samples[200:], [samples[200:].max(axis=1)], wrong=wrong)
     # the same chain with the reverse probability left out of the ratio misses the posterior
     monkeypatch.setattr(arm, "_log_ratio", lambda lpx, lpy, lf, lr: (lpy - lpx) - lf if lr > -np.inf else -np.inf)
-    samples, _ = chain(fam, prior, pool, 8000, 3, seed=1)
+    samples, _ = chain(fam, prior, pool, 8000, 3, seed=1, options=OPTIONS[options])
     with pytest.raises(AssertionError, match="TV|number of clusters"):
         check_against(parts, exact, samples[200:], [samples[200:].max(axis=1)])
 
@@ -259,7 +270,7 @@ def test_the_record_describes_the_move():
     prior = PRIORS["crp"]
     fam = pack("diag", n)
     rng = np.random.default_rng(5)
-    kernel = ARMKernel(fam, prior.code, prior.kernel_params())
+    kernel = ARMKernel(fam, prior.code, prior.kernel_params(), **PLAIN)
     labels = rng.integers(0, 3, n)
     for _ in range(200):
         refs = (rng.integers(0, 4, n), rng.integers(0, 4, n))
@@ -300,3 +311,128 @@ def test_pair_selection_is_uniform_over_the_disagreeing_pairs():
         _, pvalue = stats.chisquare(list(counts.values()))
         assert pvalue > 1e-3
     assert arm_select_pair((np.array([0, 0, 1]), np.array([2, 2, 0])), 3) is None
+
+
+def is_coarsening(fine, coarse):
+    """Every block of ``fine`` lies inside one block of ``coarse``."""
+    return bool(((contingency(fine, coarse) > 0).sum(axis=1) == 1).all())
+
+
+@pytest.mark.parametrize("family", ["diag", "net"])
+def test_synthetic_reference_is_one_split_or_merge_of_its_reference(family):
+    """ARMKernel(synthetic=...): the second reference is a Jain-Neal proposal from the first --
+    one split of a block (by restricted Gibbs scans) or one merge of two -- and a function of the
+    first reference and the move's seed only (never of the moving chain)."""
+    n = 8
+    prior = PRIORS["pitman_yor"]
+    fam = pack(family, n)
+    rng = np.random.default_rng(7)
+    kinds = {"split": 0, "merge": 0}
+    for _ in range(300):
+        za = canonicalize(rng.integers(0, 4, n))
+        seed = np.uint64(rng.integers(2**63))
+        zs = arm._synthetic_reference(za, fam, prior.code, prior.kernel_params(), seed, 2)
+        again = arm._synthetic_reference(za.copy(), fam, prior.code, prior.kernel_params(), seed, 2)
+        assert np.array_equal(zs, again) and np.array_equal(zs, canonicalize(zs))
+        k_a, k_s = za.max() + 1, zs.max() + 1
+        if k_s == k_a + 1:
+            assert is_coarsening(zs, za)  # one block of za split in two, the others kept
+            kinds["split"] += 1
+        else:
+            assert k_s == k_a - 1 and is_coarsening(za, zs)  # two blocks of za joined
+            kinds["merge"] += 1
+    assert min(kinds.values()) > 30
+
+
+def test_focused_references_coarsen_the_references_around_the_pair():
+    """The focused pair: the first reference one block, the second its block of i (or of j) against
+    the rest -- coarsenings of the references that still disagree on (i, j) the way a move needs;
+    moves with them split U in two (no refinement blocks moved as units) or merge along them."""
+    n = 9
+    prior = PRIORS["crp"]
+    fam = pack("diag", n)
+    rng = np.random.default_rng(8)
+    for _ in range(200):
+        refs = (rng.integers(0, 4, n), rng.integers(0, 4, n))
+        chosen = arm_select_pair(refs, int(rng.integers(2**63)))
+        if chosen is None:
+            continue
+        (i, j), (za, zb) = chosen
+        for isolate_i in (True, False):
+            fa, fb = arm._focused(zb, i, j, isolate_i)
+            assert (fa == 0).all() and fa[i] == fa[j] and fb[i] != fb[j]
+            assert is_coarsening(zb, fb) and is_coarsening(za, fa) and fb.max() == 1
+            assert (fb == fb[i if isolate_i else j]).sum() == (zb == zb[i if isolate_i else j]).sum()
+    kernel = ARMKernel(fam, prior.code, prior.kernel_params(), synthetic=0.0, focus=1.0)
+    labels = np.zeros(n, np.int64)
+    seen = set()
+    for _ in range(300):
+        refs = (rng.integers(0, 4, n), rng.integers(0, 4, n))
+        labels, info = kernel.step(labels, refs, rng)
+        if info["skipped"]:
+            continue
+        assert info["focused"] and not info["synthetic"]
+        assert info["refinement_blocks"] <= (0 if info["move"] == "split" else 2)
+        seen.add((info["move"], info["accepted"]))
+    assert {("split", True), ("merge", True)} <= seen
+
+
+@pytest.mark.parametrize("prior_name,family,n", [("crp", "bb", 6), ("pitman_yor", "niw", 5),
+                                                 ("finite_dirichlet", "net", 6)])
+def test_focused_references_give_exact_moves(prior_name, family, n):
+    """With focused references the forced-path probabilities from each state sum to one and the
+    reported ratio is pi(y) T(x|y) / (pi(x) T(y|x)) with the same focused references."""
+    prior = PRIORS[prior_name]
+    fam = pack(family, n)
+    args = (fam, prior.code, prior.kernel_params())
+    parts = enumerate_partitions(n)
+    exact_lp = np.array([log_joint(p, *args) for p in parts])
+    rng = np.random.default_rng(9)
+    checked = 0
+    for _ in range(3):
+        (za, zb), (i, j), order_seed = random_phi(parts, rng)
+        refs = arm._focused(zb, i, j, bool(rng.integers(2)))
+        phi = (refs, (i, j), order_seed)
+        lt, _ = matrix(parts, parts, fam, prior, phi)
+        assert np.abs(np.exp(lt).sum(axis=1) - 1.0).max() < 1e-12
+        reachable = np.argwhere((lt > -np.inf) & np.isfinite(exact_lp)[:, None] & np.isfinite(exact_lp)[None, :])
+        for a, b in reachable[rng.choice(len(reachable), min(40, len(reachable)), replace=False)]:
+            _, fwd = arm_move(parts[a], *args, refs, (i, j), int(rng.integers(2**63)), propose=parts[b],
+                              order_seed=order_seed)
+            want = exact_lp[b] - exact_lp[a] + lt[b, a] - lt[a, b]
+            assert fwd["log_ratio"] == pytest.approx(want, abs=1e-10) if np.isfinite(want) else fwd["log_ratio"] == want
+            checked += 1
+    assert checked > 60
+
+
+def test_the_record_of_a_move_with_synthetic_and_focused_references():
+    n = 10
+    prior = PRIORS["crp"]
+    fam = pack("diag", n)
+    rng = np.random.default_rng(10)
+    kernel = ARMKernel(fam, prior.code, prior.kernel_params(), synthetic=0.5, synthetic_scans=1, focus=0.5)
+    labels = rng.integers(0, 3, n)
+    counts = np.zeros((2, 2), int)
+    same = np.arange(n) % 3
+    for _ in range(400):
+        refs = (rng.integers(0, 4, n), rng.integers(0, 4, n)) if rng.random() < 0.8 else (same, same + 1)
+        seed = np.uint64(rng.integers(2**63))
+        new, info = kernel.move(labels, refs, seed)
+        if info["skipped"]:  # equal references and no synthetic one drawn
+            assert not info["synthetic"] and np.array_equal(canonicalize(refs[0]), canonicalize(refs[1]))
+            continue
+        counts[int(info["synthetic"]), int(info["focused"])] += 1
+        second = refs[1]
+        if info["synthetic"]:
+            second = arm._synthetic_reference(as_labels(refs[0], n), fam, prior.code, prior.kernel_params(), seed, 1)
+        (i, j), (za, zb) = arm_select_pair((refs[0], second), seed)
+        assert info["pair"] == (i, j)
+        if info["focused"]:
+            za, zb = arm._focused(zb, i, j, info["isolated"] == i)
+        blocks, u = refinement(canonicalize(labels), za, zb, i, j)
+        assert info["refinement_blocks"] == len(blocks) - 2
+        assert info["log_forward"] == pytest.approx(arm_log_proposal(labels, info["proposal"], fam, prior.code,
+                                                                     prior.kernel_params(), (za, zb), (i, j), seed),
+                                                    abs=0)
+        labels = new
+    assert counts.min() > 40

@@ -73,6 +73,17 @@ def test_other_entry_points_refuse_bad_arguments():
     kernel.set_model(FAM, PRIOR.kernel_params())
     with pytest.raises(ValueError, match=r"references\[0\] must lie in \[0, 8\)"):
         kernel.move(np.zeros(N, int), (ZA - 1, ZB), 1)
+    for kwargs, exc, match in [(dict(synthetic=1.5), ValueError, "synthetic must be a finite number >= 0.0 and <= 1.0"),
+                               (dict(synthetic=np.nan), ValueError, "synthetic must be a finite number"),
+                               (dict(synthetic="often"), TypeError, "synthetic must be a number"),
+                               (dict(synthetic_scans=-1), ValueError, "synthetic_scans must be an integer >= 0"),
+                               (dict(synthetic_scans=2.5), ValueError, "synthetic_scans must be an integer"),
+                               (dict(focus=-0.1), ValueError, "focus must be a finite number >= 0.0 and <= 1.0"),
+                               (dict(focus=True), TypeError, "focus must be a number")]:
+        with pytest.raises(exc, match=match):
+            ARMKernel(FAM, PRIOR.code, PRIOR.kernel_params(), **kwargs)
+    with pytest.raises(TypeError):
+        ARMKernel(FAM, PRIOR.code, PRIOR.kernel_params(), 0.5)  # the options are keywords
     with pytest.raises(ValueError, match="mode must be one of"):
         ReferencePool("alternating")
     with pytest.raises(ValueError, match="n_chains must be an integer >= 3"):

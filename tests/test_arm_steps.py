@@ -61,6 +61,30 @@ def test_arm_frozen_mode_with_gibbs_matches_enumeration():
     check_every_chain(model, prior, idata, n)
 
 
+def test_arm_with_the_default_gibbs_split_merge_from_dispersed_starts_matches_enumeration():
+    """The composition docs/steps.md recommends since GibbsSplitMerge became the default:
+    step=[GibbsSplitMerge, ARM], every chain from its own dispersed start (no initvals)."""
+    n, prior = 6, pmp.CRP(0.8)
+    with pm.Model() as model:
+        z = pmp.Partition("z", prior, n=n)
+        add_likelihood("bb", z, n)
+        idata = pm.sample(draws=2500, tune=100, chains=4, cores=1, random_seed=11,
+                          step=[pmp.GibbsSplitMerge([z]), pmp.ARM([z])], **QUIET)
+    stats = posterior_dataset(idata, "sample_stats")
+    assert "sweeps" in stats and stats["arm_accepted"].values.sum() > 300
+    check_every_chain(model, prior, idata, n)
+
+
+def test_arm_alone_gets_no_default_sweep_step():
+    """Naming ARM in step= covers the partition: pm.sample adds no GibbsSplitMerge (docs/steps.md)."""
+    with pm.Model():
+        z = pmp.Partition("z", pmp.CRP(1.0), n=6)
+        add_likelihood("bb", z, 6)
+        idata = pm.sample(draws=5, tune=0, chains=3, cores=1, random_seed=1, step=[pmp.ARM([z])], **QUIET)
+    stats = posterior_dataset(idata, "sample_stats")
+    assert "arm_active" in stats and "sweeps" not in stats and "n_clusters" not in stats
+
+
 @pytest.mark.parametrize("with_gibbs", [False, True], ids=["alone", "with-gibbs"])
 def test_split_merge_matches_enumeration(with_gibbs):
     n, prior = 6, pmp.FiniteDirichlet(0.7, 3)
@@ -106,14 +130,16 @@ def test_alternating_roles_are_consistent_across_chains_and_the_tuning_boundary(
     active = warmup_and_draws(idata, "arm_active")
     ref_a, ref_b = warmup_and_draws(idata, "arm_ref_a"), warmup_and_draws(idata, "arm_ref_b")
     skipped = warmup_and_draws(idata, "arm_skipped")
+    synthetic = warmup_and_draws(idata, "arm_synthetic")
     moved = warmup_and_draws(idata, "arm_splits_proposed") + warmup_and_draws(idata, "arm_merges_proposed")
     for t in range(tune + draws):
         roles, passive = arm.alternating_roles(chains, t)
         assert set(np.flatnonzero(active[:, t])) == set(roles)
         for c in roles:
             assert moved[c, t] + skipped[c, t] == 2
-            if moved[c, t]:
-                assert ref_a[c, t] in passive and ref_b[c, t] in passive and ref_a[c, t] != ref_b[c, t]
+            if moved[c, t]:  # (a synthetic second reference comes from the first reference's chain)
+                assert ref_a[c, t] in passive and ref_b[c, t] in passive
+                assert ref_a[c, t] != ref_b[c, t] or synthetic[c, t] > 0
         for c in passive:
             assert moved[c, t] == 0 and ref_a[c, t] == -1
 
@@ -162,11 +188,14 @@ def test_clear_errors():
         with pytest.raises(ValueError, match="tune >= 1"):
             pm.sample(draws=5, tune=0, chains=3, cores=1, step=[pmp.ARM([z], mode="frozen")], **QUIET)
         for kwargs, match in [(dict(mode="window"), "mode"), (dict(moves=0), "moves"), (dict(moves=1.5), "moves"),
-                              (dict(pool_draws=0), "pool_draws")]:
+                              (dict(pool_draws=0), "pool_draws"), (dict(synthetic=2.0), "ARM: synthetic must be a finite number >= 0.0 and <= 1.0"),
+                              (dict(synthetic_scans=-1), "ARM: synthetic_scans"), (dict(focus=-1.0), r"ARM: focus")]:
             with pytest.raises(ValueError, match=match):
                 pmp.ARM([z], **kwargs)
         with pytest.raises(TypeError, match="pool_draws"):
             pmp.ARM([z], pool_draws="many")
+        with pytest.raises(TypeError, match="focus must be a number"):
+            pmp.ARM([z], focus="pair")
         with pytest.raises(RuntimeError, match="population step"):
             pmp.ARM([z]).step({"z": np.zeros(8, np.int64)})
         for kwargs, match in [(dict(intermediate_scans=-1), "intermediate_scans"), (dict(moves=0), "moves")]:

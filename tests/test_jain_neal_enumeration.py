@@ -170,3 +170,32 @@ def test_deterministic_in_its_random_numbers():
         seen.add((info["move"], info["accepted"]))
         labels = a
     assert {("split", True), ("merge", True)} <= seen
+
+
+@pytest.mark.parametrize("family", ["diag", "net"])
+def test_propose_gives_the_proposal_of_the_move(family):
+    """JainNealKernel.propose (ARM's synthetic references): for a split, the proposal the move with the
+    same randomness makes (without the ratio); for a merge, the two blocks joined (no scans)."""
+    n = 7
+    prior = PRIORS["pitman_yor"]
+    fam = pack(family, n)
+    kernel = JainNealKernel(fam, prior.code, prior.kernel_params(), intermediate_scans=2)
+    rng = np.random.default_rng(3)
+    seen = set()
+    for _ in range(100):
+        labels = rng.integers(0, 3, n)
+        randomness = kernel.random_numbers(rng, n)
+        proposal = kernel.propose(labels, randomness)
+        _, info = kernel.move(labels, randomness)
+        i, j = randomness[0]
+        if labels[i] == labels[j]:
+            assert np.array_equal(proposal, info["proposal"])
+        else:
+            assert np.array_equal(proposal, canonicalize(np.where(labels == labels[j], labels[i], labels)))
+        assert np.array_equal(proposal, canonicalize(proposal))
+        seen.add(info["move"])
+    assert seen == {"split", "merge"}
+    with pytest.raises(ValueError, match="distinct"):
+        kernel.propose(np.zeros(n, int), ((1, 1), 3))
+    with pytest.raises(ValueError, match="labels must have length 7"):
+        kernel.propose(np.zeros(n - 1, int), ((0, 1), 3))

@@ -40,7 +40,21 @@ class ARM(_PartitionStep, PopulationArrayStepShared):
     Each move is an exact Metropolis-Hastings move given its references.
 
     ARM alone is not ergodic: when the references agree it cannot move (the move is skipped).
-    Interleave it with Gibbs sweeps: ``step=[pmp.CollapsedGibbs([z]), pmp.ARM([z])]``.
+    Give it a sweep step on the same partition, ``step=[pmp.GibbsSplitMerge([z]), pmp.ARM([z])]``
+    or ``step=[pmp.CollapsedGibbs([z]), pmp.ARM([z])]``: naming ARM in ``step=`` covers the
+    partition, so ``pm.sample`` adds no default step for it.
+
+    Plain ARM only recombines what its references hold: a split that no chain has made cannot be
+    proposed, so chains that share a trap stay in it. Two options (on by default) let it
+    discover structure, keeping every move exact -- the references never depend on the moving
+    chain, only transformed:
+
+    * ``synthetic``: with this probability the second reference is a Jain-Neal split-merge
+      proposal computed from the first reference's state (never accepted, only used as a
+      reference), so the references differ by one split or merge the data favour locally;
+    * ``focus``: with this probability, once the pair is drawn, both references are coarsened
+      around it (the first to one block, the second to its block of i or of j against the
+      rest), so the move proposes one split or merge at a time, whose way back is likely.
 
     Parameters
     ----------
@@ -66,6 +80,13 @@ class ARM(_PartitionStep, PopulationArrayStepShared):
     pool_draws : int, default 50
         "frozen": tuning draws kept in the pool; "paper": cap on the window's draws (memory:
         chains x n x 4 bytes per draw, per chain).
+    synthetic : float in [0, 1], default 0.25
+        Probability that a move's second reference is a synthetic Jain-Neal proposal from the
+        first (0: plain ARM, the paper's references).
+    synthetic_scans : int >= 0, default 5
+        Intermediate restricted Gibbs scans of that proposal.
+    focus : float in [0, 1], default 1.0
+        Probability that a move's references are coarsened around its pair (0: plain ARM).
 
     Needs at least 3 chains (``pm.sample(chains=...)``; 4 to 8 recommended: the paper finds that
     more chains help). ``cores``: PyMC runs population chains in one process with ``cores=1`` and
@@ -98,15 +119,19 @@ class ARM(_PartitionStep, PopulationArrayStepShared):
         "arm_active": (bool, []), "arm_splits_proposed": (np.int64, []), "arm_merges_proposed": (np.int64, []),
         "arm_accepted": (np.int64, []), "arm_skipped": (np.int64, []), "arm_delta_k": (np.int64, []),
         "arm_log_ratio": (np.float64, []), "arm_u_size": (np.int64, []), "arm_refinement_blocks": (np.int64, []),
-        "arm_ref_a": (np.int64, []), "arm_ref_b": (np.int64, []),
+        "arm_ref_a": (np.int64, []), "arm_ref_b": (np.int64, []), "arm_synthetic": (np.int64, []),
+        "arm_focused": (np.int64, []),
     }
 
-    def __init__(self, vars=None, model=None, mode="alternating", moves=1, pool_draws=50, rng=None, blocked=None,
-                 **kwargs):
+    def __init__(self, vars=None, model=None, mode="alternating", moves=1, pool_draws=50, synthetic=0.25,
+                 synthetic_scans=5, focus=1.0, rng=None, blocked=None, **kwargs):
         _PartitionStep.__init__(self, vars, model, rng)
         self.mode = _checks.choice("mode", mode, MODES, owner="ARM")
         self.moves = _check_moves("ARM", moves)
         self.pool_draws = _checks.integer("pool_draws", pool_draws, low=1, owner="ARM")
+        self.synthetic = _checks.probability("synthetic", synthetic, owner="ARM")
+        self.synthetic_scans = _checks.integer("synthetic_scans", synthetic_scans, low=0, owner="ARM")
+        self.focus = _checks.probability("focus", focus, owner="ARM")
         self._need_two_items()
         # what PopulationArrayStepShared.__init__ sets (its ArrayStepShared part flattens points: not used)
         self.population = None
@@ -128,7 +153,8 @@ class ARM(_PartitionStep, PopulationArrayStepShared):
         """A new chain: its own draw counter, kernel and reference pool."""
         self._draw = 0
         self._tuning = True
-        self._kernel = ARMKernel(None, self.terms.prior_code, np.zeros(3))
+        self._kernel = ARMKernel(None, self.terms.prior_code, np.zeros(3), synthetic=self.synthetic,
+                                 synthetic_scans=self.synthetic_scans, focus=self.focus)
         self._pool = None if self.mode == "alternating" else ReferencePool(self.mode, self.pool_draws)
 
     def stop_tuning(self):
@@ -156,7 +182,7 @@ class ARM(_PartitionStep, PopulationArrayStepShared):
         value = self.terms.value_name
         stats = {"arm_active": False, "arm_splits_proposed": 0, "arm_merges_proposed": 0, "arm_accepted": 0,
                  "arm_skipped": 0, "arm_delta_k": 0, "arm_log_ratio": math.nan, "arm_u_size": 0,
-                 "arm_refinement_blocks": 0, "arm_ref_a": -1, "arm_ref_b": -1}
+                 "arm_refinement_blocks": 0, "arm_ref_a": -1, "arm_ref_b": -1, "arm_synthetic": 0, "arm_focused": 0}
         passive = None
         if self.mode == "alternating":
             active, passive = alternating_roles(len(self.population), draw)
@@ -185,6 +211,9 @@ class ARM(_PartitionStep, PopulationArrayStepShared):
             stats["arm_merges_proposed"] += info["move"] == "merge"
             stats["arm_accepted"] += info["accepted"]
             stats["arm_delta_k"] += info["delta_k"]
+            stats["arm_synthetic"] += info["synthetic"]
+            stats["arm_focused"] += info["focused"]
             stats.update(arm_log_ratio=info["log_ratio"], arm_u_size=info["u_size"],
-                         arm_refinement_blocks=info["refinement_blocks"], arm_ref_a=a, arm_ref_b=b)
+                         arm_refinement_blocks=info["refinement_blocks"], arm_ref_a=a,
+                         arm_ref_b=a if info["synthetic"] else b)
         return self._with_labels(point, labels), [stats]

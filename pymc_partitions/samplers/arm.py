@@ -25,6 +25,22 @@ ARM alone is not ergodic: a move needs two references that disagree (with equal 
 cannot move at all), so chains that agree freeze. Interleave it with Gibbs sweeps, as seed 004
 does (one move, then one sweep).
 
+Discovery (issue 20). A move can only split along a disagreement of its references, so chains
+that share a trap (every chain of a planted 4-block network merging the same two blocks) never
+leave it, and a chain two splits behind its references is proposed both splits at once, whose
+forced way back rebuilds a block item by item (log T(z|z*) ~ -177: rejected). Two transformations
+of the references, still functions of the references and the move's seed only, fix both
+(:class:`ARMKernel`'s ``synthetic`` and ``focus``):
+
+* *synthetic reference*: with probability ``synthetic`` the second reference is replaced by a
+  Jain-Neal proposal computed from the first (:func:`_synthetic_reference`; a split by
+  restricted Gibbs scans, or a merge of two blocks; never accepted), so the references differ by
+  one split or merge that the data favour locally -- possibly one that no chain has made;
+* *pair-focused references*: with probability ``focus``, once (i, j) is drawn, the first reference
+  is coarsened to one block and the second to its block of i (or of j, a fair coin) against the
+  rest (:func:`_focused`): c then has at most two blocks per current block of U, and the move
+  splits U in two along that block (or merges along it) -- one split or merge at a time.
+
 The forced path. Once made, the choice of a unit (an earmark, an item) never changes again, and
 it leaves a *permanent* member in the chosen block (i or j; an earmark; an item already placed;
 for a block of z outside U, an original member that stays: eq. 17 keeps one whenever another unit
@@ -80,13 +96,15 @@ from ..families.kernels import (FamilyPack, merge_work_size, pack_init, pack_log
 from ..partition import as_labels, canonicalize_into, integer_labels
 from ..priors import log_eppf_sizes, log_join_set_weight, log_join_weight, log_new_set_weight, log_new_weight
 from ..families.network import net_add_node, net_clear_counts, net_join_logw, net_node_counts
+from ._mh import _canonical, _log_normaliser, _metropolis, _named_seed, _pick
 from .gibbs import check_model
+from .jain_neal import _proposal as _jain_neal_proposal
 from .network import net_fill, net_set_counts, net_total, network_offsets
 
 __all__ = ["arm_move", "arm_log_proposal", "arm_select_pair", "ARMKernel", "alternating_roles", "ReferencePool",
            "MODES"]
 
-SELECTION, ORDER, ALLOCATION, ACCEPTANCE = 0, 1, 2, 3  # streams of a move's seed
+SELECTION, ORDER, ALLOCATION, ACCEPTANCE, SYNTHETIC, FOCUS = 0, 1, 2, 3, 4, 5  # streams of a move's seed
 OK, DEAD_END, UNREACHABLE = 0, 1, 2  # status of a path
 # layout of a path's record
 R_LOGT, R_LOGPI, R_STATUS, R_SPLIT, R_USIZE, R_NREF, R_KSTART, R_KEND, R_EROWS = range(9)
@@ -112,41 +130,6 @@ def _permutation(n, key):
     for t in range(n):
         rank[perm[t]] = t
     return perm, rank
-
-
-@numba.njit(cache=True, error_model="numpy", inline="always")
-def _log_normaliser(w, count):
-    """log sum exp(w[:count]); -inf if every entry is -inf (legitimate: a dead end). Raises
-    ``ValueError`` on a NaN or +inf entry."""
-    top = -np.inf
-    for q in range(count):
-        if w[q] > top:
-            top = w[q]
-    if top == -np.inf:
-        for q in range(count):
-            if w[q] != w[q]:
-                raise ValueError("a log weight is NaN or +inf: non-finite statistics or parameters")
-        return top
-    s = 0.0
-    for q in range(count):
-        s += math.exp(w[q] - top)
-    if s != s or top == np.inf:
-        raise ValueError("a log weight is NaN or +inf: non-finite statistics or parameters")
-    return top + math.log(s)
-
-
-@numba.njit(cache=True, error_model="numpy", inline="always")
-def _pick(w, count, u, lse):
-    """Index drawn with probabilities exp(w - lse) by inverting the CDF at ``u``."""
-    acc = 0.0
-    for q in range(count):
-        acc += math.exp(w[q] - lse)
-        if u < acc:
-            return q
-    q = count - 1  # rounding ran past the end: the last possible option
-    while q > 0 and w[q] == -np.inf:
-        q -= 1
-    return q
 
 
 @numba.njit(cache=True, error_model="numpy", inline="always")
@@ -259,13 +242,18 @@ def _set_join_weights(stats, live, nlive, size, lm, ra, s, members, start, work_
                       prior_params, codes, dims, stat_off, hyper_off, hyper, work):
     """Block-wise weights (eq. 5-7) of the set in row ``ra`` (``s`` items, ``members[start:start+s]``)
     joining each live block (``logw[:nlive]``, and the joined block's log marginal in ``cand``) or
-    opening a new one (``logw[nlive]``); ``lm`` caches the live blocks' log marginals."""
+    opening a new one (``logw[nlive]``); ``lm`` caches the live blocks' log marginals. A block of
+    probability 0 (log marginal -inf: a launch that merges parts a hard constraint keeps apart)
+    takes no set: its weight is -inf rather than -inf - (-inf)."""
     for q in range(nlive):
         r = live[q]
         _copy_row(stats, work_row, r)
         pack_merge(codes, dims, stat_off, hyper_off, hyper, stats, work_row, ra, members, start, s, work)
         cand[q] = pack_log_marginal(codes, dims, stat_off, hyper_off, hyper, stats, work_row)
-        logw[q] = log_join_set_weight(prior_code, prior_params, size[r], s) + cand[q] - lm[r]
+        if lm[r] > -np.inf:
+            logw[q] = log_join_set_weight(prior_code, prior_params, size[r], s) + cand[q] - lm[r]
+        else:  # an impossible block (a hard constraint broken, e.g. a merged launch): no set joins it
+            logw[q] = -np.inf
     w = log_new_set_weight(prior_code, prior_params, nlive, s)
     logw[nlive] = w + lm[ra] if w > -np.inf else -np.inf
 
@@ -781,13 +769,6 @@ def _select_pair(za, zb, key, out):
 # ----------------------------------------------------------------------------- Python layer
 
 
-def _named_seed(value, name, owner):
-    """A 64-bit seed argument other than ``seed`` (``order_seed``, ``launch_seed``), checked and named."""
-    if type(value) is np.uint64:
-        return value
-    return np.uint64(_checks.integer(name, value, low=0, high=2**64 - 1, owner=owner))
-
-
 def _references(references, n, owner):
     try:
         za, zb = references
@@ -810,19 +791,6 @@ def _oriented_pair(pair, za, zb, owner):
         raise ValueError(f"{owner}: the references must hold items {i}, {j} together in references[0] and apart in "
                          "references[1] (arm_select_pair orients them)")
     return i, j
-
-
-def _canonical(labels):
-    out = np.empty(labels.shape[0], np.int64)
-    canonicalize_into(labels, out)
-    return out
-
-
-def _metropolis(labels, proposal, log_ratio, u):
-    """The Metropolis-Hastings test of a move (ARM, Jain-Neal) with its acceptance uniform ``u``:
-    (canonical labels after the move, accepted). A NaN ratio rejects."""
-    accepted = bool((math.log(u) if u > 0.0 else -math.inf) < log_ratio)
-    return (proposal.copy() if accepted else _canonical(labels)), accepted
 
 
 @numba.njit(cache=True)
@@ -989,6 +957,34 @@ def _select(za, zb, seed):
     return (pair, (zb, za)) if out[2] else (pair, (za, zb))
 
 
+@numba.njit(cache=True, error_model="numpy")
+def _focused(zb, i, j, isolate_i):
+    """Pair-focused references for the pair (i, j) of references (za, zb) that hold it together
+    in za and apart in zb: za coarsened to one block, zb to two -- zb's block of i and the rest
+    (``isolate_i``), or zb's block of j and the rest. They still disagree on (i, j), and the
+    move they give splits U (the union of the current blocks of i and j) into its parts in
+    and out of that block, or merges along them: one split or merge at a time."""
+    n = zb.shape[0]
+    fa = np.zeros(n, np.int64)
+    fb = np.empty(n, np.int64)
+    b = zb[i] if isolate_i else zb[j]
+    for h in range(n):
+        inside = zb[h] == b
+        fb[h] = 0 if inside == isolate_i else 1
+    return fa, fb
+
+
+def _synthetic_reference(za, pack, prior_code, prior_params, seed, scans):
+    """A Jain-Neal proposal from the reference ``za`` (pair and randomness from ``seed``'s stream
+    SYNTHETIC; never accepted), or None at a dead end: depends on ``za`` and the seed only."""
+    n = za.shape[0]
+    key = np.uint64(stream_key(seed, SYNTHETIC))
+    i = min(int(keyed_uniform(key, 1) * n), n - 1)
+    j = min(int(keyed_uniform(key, 2) * (n - 1)), n - 2)
+    j += j >= i
+    return _jain_neal_proposal(za, pack, prior_code, prior_params, i, j, np.uint64(stream_key(key, 0)), scans)
+
+
 class ARMKernel:
     """ARM moves for one model, given references: the pair is drawn from where they disagree.
 
@@ -996,10 +992,31 @@ class ARMKernel:
     ----------
     pack, prior_code, prior_params :
         As for :func:`arm_move`. ``pack`` may be None and given later with :meth:`set_model`.
+    synthetic : float in [0, 1], default 0.25
+        Probability that the second reference is *synthetic*: a Jain-Neal split-merge proposal
+        (random pair, ``synthetic_scans`` intermediate restricted scans; a merge of two blocks
+        is immediate) computed from the first reference, never accepted, only used as a
+        reference. The two references then differ by one split or merge that the data favour
+        locally, so a move can propose a split (or merge) that no chain has made yet: ARM
+        discovers structure instead of only recombining what its references hold.
+    synthetic_scans : int >= 0, default 5
+        Intermediate scans of the synthetic proposal (seed 004's Jain-Neal setting).
+    focus : float in [0, 1], default 1.0
+        Probability that, once the pair (i, j) is drawn, both references are coarsened around
+        it: the first to one block, the second to the second reference's block of i (or of j,
+        a fair coin) against everything else. The move then splits the union U of the pair's
+        current blocks along that block, or merges along it, instead of moving every part on
+        which the three partitions agree as a separate unit: one split or merge at a time,
+        whose way back is likely (a move that makes two splits at once must rebuild a block
+        item by item on its way back, and is rejected).
+
+    Both options make the references functions of the references given and of the move's seed
+    only -- never of the moving chain's state -- so each move stays an exact
+    Metropolis-Hastings move (``tests/test_arm_enumeration.py``, ``tests/test_arm_population.py``).
 
     :meth:`move` / :meth:`step` take the references; with equal references there is no pair and
-    the move is skipped (``info["skipped"]``). ARM alone is not ergodic: when the references
-    agree it cannot move; interleave it with Gibbs sweeps.
+    the move is skipped (``info["skipped"]``) unless the synthetic reference is drawn. ARM alone
+    is not ergodic: when the references agree it cannot move; interleave it with Gibbs sweeps.
 
     Examples
     --------
@@ -1015,8 +1032,12 @@ class ARMKernel:
     (False, True, (10,))
     """
 
-    def __init__(self, pack, prior_code: int, prior_params):
-        self.prior_code = _checks.integer("prior_code", prior_code, low=0, high=2, owner="ARMKernel")
+    def __init__(self, pack, prior_code: int, prior_params, *, synthetic=0.25, synthetic_scans=5, focus=1.0):
+        owner = "ARMKernel"
+        self.prior_code = _checks.integer("prior_code", prior_code, low=0, high=2, owner=owner)
+        self.synthetic = _checks.probability("synthetic", synthetic, owner=owner)
+        self.synthetic_scans = _checks.integer("synthetic_scans", synthetic_scans, low=0, owner=owner)
+        self.focus = _checks.probability("focus", focus, owner=owner)
         self.pack = None
         self.prior_params = None
         if pack is not None:
@@ -1028,7 +1049,10 @@ class ARMKernel:
         self.pack = pack
 
     def move(self, labels, references, seed):
-        """One move with its 64-bit ``seed`` (pair, ranks, choices, acceptance): (labels, info)."""
+        """One move with its 64-bit ``seed`` (synthetic reference, pair, focus, ranks, choices,
+        acceptance): (labels, info). info also says whether the second reference was synthetic
+        (``synthetic``) and the references were focused (``focused``; ``isolated``: the item of
+        the pair whose block in the second reference was kept, else None)."""
         if self.pack is None:
             raise RuntimeError("ARMKernel has no model yet: call set_model(pack, prior_params)")
         owner = "ARMKernel"
@@ -1036,13 +1060,25 @@ class ARMKernel:
         labels = as_labels(labels, n, owner=owner)
         za, zb = _references(references, n, owner)
         seed = check_seed(seed, owner)
+        synthetic = False
+        if n >= 2 and self.synthetic > 0.0 and keyed_uniform(np.uint64(stream_key(seed, SYNTHETIC)), 0) < self.synthetic:
+            made = _synthetic_reference(za, self.pack, self.prior_code, self.prior_params, seed, self.synthetic_scans)
+            if made is not None:
+                zb, synthetic = made, True
         chosen = _select(za, zb, seed)
         if chosen is None:
             out = _canonical(labels)
             return out, _skipped(out)
         (i, j), (za, zb) = chosen
+        key = np.uint64(stream_key(seed, FOCUS))
+        isolated = None
+        if self.focus > 0.0 and keyed_uniform(key, 0) < self.focus:
+            isolated = i if keyed_uniform(key, 1) < 0.5 else j
+            za, zb = _focused(zb, i, j, isolated == i)
         perm, rank = _order(n, seed)
-        return _run(labels, self.pack, self.prior_code, self.prior_params, za, zb, i, j, perm, rank, seed, None)
+        out, info = _run(labels, self.pack, self.prior_code, self.prior_params, za, zb, i, j, perm, rank, seed, None)
+        info.update(synthetic=synthetic, focused=isolated is not None, isolated=isolated)
+        return out, info
 
     def step(self, labels, references, rng: np.random.Generator):
         """One move with a seed drawn from ``rng``."""
@@ -1052,7 +1088,8 @@ class ARMKernel:
 def _skipped(labels):
     return {"skipped": True, "move": None, "accepted": False, "log_ratio": math.nan, "u_size": 0,
             "refinement_blocks": 0, "k_before": int(labels.max()) + 1, "delta_k": 0, "log_forward": math.nan,
-            "log_reverse": math.nan, "proposal": None, "dead_end": False, "pair": None}
+            "log_reverse": math.nan, "proposal": None, "dead_end": False, "pair": None, "synthetic": False,
+            "focused": False, "isolated": None}
 
 
 # ----------------------------------------------------------------------------- references across chains

@@ -32,8 +32,8 @@ from .._numeric import draw_seed, keyed_uniform, runtime_int, stream_key
 from ..families.kernels import FamilyPack, pack_init, pack_log_marginal, pack_log_preds, pack_update
 from ..partition import as_labels, canonicalize_into
 from ..priors import log_join_set_weight, log_join_weight, log_new_weight
-from .arm import _log_normaliser, _metropolis, _named_seed, _pick
 from ..families.network import net_add_node, net_clear_counts, net_join_logw, net_node_counts
+from ._mh import _log_normaliser, _metropolis, _named_seed, _pick
 from .gibbs import check_model
 from .network import net_fill, net_total, network_offsets
 from .sams import _pair
@@ -64,10 +64,11 @@ def _restricted(h, side, size, stats, rows, logw, prior_code, prior_params, code
 @numba.njit(cache=True, error_model="numpy")
 def _jn_core(x, i, j, scans, order_key, launch_key, scan_key, final_key, propose, has_propose,
              prior_code, prior_params, codes, dims, data_off, stat_off, hyper_off, hyper, data, width, out, res,
-             net_ho):
+             net_ho, with_ratio=True):
     """One proposal; writes it (canonical labels) into ``out`` and the record into ``res``; ``out``
     is ``x`` canonicalised when no proposal is made (a dead end, or a forced proposal the move
-    cannot make).
+    cannot make). ``with_ratio`` False: the proposal only (log pi(split) - log pi(merged) is not
+    computed, ``res[1]`` is NaN).
 
     Network families (hyper offsets ``net_ho``): nodes sit in rows ``slot`` -- x's other blocks
     (their labels), side 0 and side 1 (rows k, k + 1) -- with edge counts ``E`` between rows, and
@@ -173,27 +174,28 @@ def _jn_core(x, i, j, scans, order_key, launch_key, scan_key, final_key, propose
                 for f in range(nf):
                     net_add_node(E, f, hyper, net_ho[f], n, slot, h, k + o, 1.0)
                     net_clear_counts(nout[f], ninn[f], ntouch[f], ntouch[f, 2 * n])
-    # log pi(split) - log pi(merged), from the split's two blocks
-    for r in range(2):
-        for h in range(n):
-            if side[h] == r:
-                pack_update(codes, dims, data_off, stat_off, hyper_off, hyper, stats, 2, data, h, 1.0, scratch)
-    d = log_new_weight(prior_code, prior_params, k_out + 1)
-    d += log_join_set_weight(prior_code, prior_params, 1, size[0] - 1)
-    d += log_join_set_weight(prior_code, prior_params, 1, size[1] - 1)
-    d -= log_join_set_weight(prior_code, prior_params, 1, size[0] + size[1] - 1)
-    d += pack_log_marginal(codes, dims, stat_off, hyper_off, hyper, stats, 0)
-    d += pack_log_marginal(codes, dims, stat_off, hyper_off, hyper, stats, 1)
-    d -= pack_log_marginal(codes, dims, stat_off, hyper_off, hyper, stats, 2)
-    if nf > 0:  # the split's block-pair terms (E is up to date) minus the merged state's
-        d += net_total(E, net_ho, hyper, rsize, all_rows, nrows)
-        for h in range(n):
-            if slot[h] == k + 1:
-                slot[h] = k
-        rsize[k] += rsize[k + 1]
-        rsize[k + 1] = 0
-        net_fill(E, net_ho, hyper, n, slot)
-        d -= net_total(E, net_ho, hyper, rsize, all_rows, nrows)
+    d = np.nan
+    if with_ratio:  # log pi(split) - log pi(merged), from the split's two blocks
+        for r in range(2):
+            for h in range(n):
+                if side[h] == r:
+                    pack_update(codes, dims, data_off, stat_off, hyper_off, hyper, stats, 2, data, h, 1.0, scratch)
+        d = log_new_weight(prior_code, prior_params, k_out + 1)
+        d += log_join_set_weight(prior_code, prior_params, 1, size[0] - 1)
+        d += log_join_set_weight(prior_code, prior_params, 1, size[1] - 1)
+        d -= log_join_set_weight(prior_code, prior_params, 1, size[0] + size[1] - 1)
+        d += pack_log_marginal(codes, dims, stat_off, hyper_off, hyper, stats, 0)
+        d += pack_log_marginal(codes, dims, stat_off, hyper_off, hyper, stats, 1)
+        d -= pack_log_marginal(codes, dims, stat_off, hyper_off, hyper, stats, 2)
+        if nf > 0:  # the split's block-pair terms (E is up to date) minus the merged state's
+            d += net_total(E, net_ho, hyper, rsize, all_rows, nrows)
+            for h in range(n):
+                if slot[h] == k + 1:
+                    slot[h] = k
+            rsize[k] += rsize[k + 1]
+            rsize[k + 1] = 0
+            net_fill(E, net_ho, hyper, n, slot)
+            d -= net_total(E, net_ho, hyper, rsize, all_rows, nrows)
     res[3] = size[0]
     res[4] = size[1]
     tmp_labels = np.empty(n, np.int64)
@@ -252,6 +254,25 @@ def _run(labels, pack, prior_code, prior_params, pair, seed, scans, launch_seed,
             "log_final_scan": float(res[2]), "sizes": (int(res[3]), int(res[4])), "dead_end": status == DEAD_END,
             "proposal_possible": status == OK, "proposal": out if status == OK else None}
     return state, info
+
+
+def _proposal(labels, pack, prior_code, prior_params, i, j, seed, scans):
+    """The move's proposal alone (checked arguments; never accepted or rejected): canonical labels,
+    or None at a dead end. A merge proposal is the two blocks joined, with no scan (the scans
+    only serve its reverse probability); a split runs the launch and the final scan, without
+    the ratio. ARM uses it as a *synthetic reference* (``ARMKernel(synthetic=...)``)."""
+    n = labels.shape[0]
+    out = np.empty(n, np.int64)
+    if labels[i] != labels[j]:
+        merged = np.where(labels == labels[j], labels[i], labels)
+        canonicalize_into(merged, out)
+        return out
+    res = np.empty(RECORD)
+    order_key, launch_key, scan_key, final_key, _ = _keys(seed, None)
+    _jn_core(labels, i, j, scans, order_key, launch_key, scan_key, final_key, labels, False, prior_code, prior_params,
+             pack.codes, pack.dims, pack.data_off, pack.stat_off, pack.hyper_off, pack.hyper, pack.data, pack.width,
+             out, res, network_offsets(pack), False)
+    return out if int(res[5]) == OK else None
 
 
 def _scans(intermediate_scans, owner):
@@ -354,3 +375,12 @@ class JainNealKernel:
     def step(self, labels, rng: np.random.Generator):
         """One move: (canonical labels, info)."""
         return self.move(labels, self.random_numbers(rng, len(labels)))
+
+    def propose(self, labels, randomness):
+        """The move's proposal from ``labels`` with ``randomness`` (pair, seed), never accepted or
+        rejected: canonical labels, or None at a dead end (no side possible for some item). A
+        merge is the two blocks joined (no scans). ARM's synthetic references are these."""
+        labels = as_labels(labels, self.pack.data.shape[0], owner="JainNealKernel")
+        pair, seed = _pair(randomness, labels.shape[0], "JainNealKernel")
+        return _proposal(labels, self.pack, self.prior_code, self.prior_params, int(pair[0]), int(pair[1]), seed,
+                         self.intermediate_scans)
