@@ -338,15 +338,15 @@ status = list(map(str, out["meeting"]["status"].values))
 ok = len(status) == 6 and sum("SystemExit" in s for s in status) == 1; detail = status
 """),
     Case("thread pool: pair_timeout with a hung h", """
-import concurrent.futures, time as _t
+import concurrent.futures, threading, time as _t
 y = two_groups(8)
 with pm.Model() as model:
     z = pmp.Partition("z", pmp.CRP(1.0), n=8)
     pmp.NormalNormal("y", partition=z, mu0=0, sigma0=5, sigma=1, observed=y)
-hung = {"n": 0}
-def h(labels):
-    hung["n"] += 1
-    if hung["n"] == 5:
+marker, PARENT = os.path.join(TMP, "hung"), os.getpid()
+def h(labels):  # the first call in a pair hangs for 60 s (a marker file: each task may hold its own copy of h)
+    if threading.current_thread() is not threading.main_thread() and not os.path.exists(marker):
+        open(marker, "w").close()
         _t.sleep(60)
     return float(labels.max() + 1)
 with concurrent.futures.ThreadPoolExecutor(2) as pool:  # a first run loads the job and compiles

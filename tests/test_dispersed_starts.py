@@ -95,11 +95,12 @@ def test_network_models_start_dispersed():
 def test_population_sampling_starts_each_chain_apart():
     """ARM's population step: the chains' first draws come from different starts (an ARM move
     alone cannot make four different partitions from one start in one draw, and from one block
-    every chain stays one block)."""
+    every chain stays one block: with synthetic=0, as plain ARM recombines only what its
+    references hold; the synthetic reference exists to split from one block)."""
     def first_draws(**kw):
         with normal_model(**kw) as model:
-            idata = pm.sample(draws=1, tune=0, chains=4, cores=1, step=[pmp.ARM([model["z"]])], random_seed=2,
-                              progressbar=False, compute_convergence_checks=False)
+            idata = pm.sample(draws=1, tune=0, chains=4, cores=1, step=[pmp.ARM([model["z"]], synthetic=0.0)],
+                              random_seed=2, progressbar=False, compute_convergence_checks=False)
         return posterior_dataset(idata)["z"].values[:, 0, :]
 
     assert len({tuple(row) for row in first_draws()}) == 4
