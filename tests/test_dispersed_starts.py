@@ -59,6 +59,16 @@ def test_dispersed_starts_are_reproducible_and_the_same_on_one_or_two_cores():
     assert not np.array_equal(first, starts(model, seed=4))
 
 
+def test_dispersed_start_graph_raises_no_pytensor_deprecation():
+    """PyTensor 3 deprecates a RandomVariable called without an rng or return_next_rng."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        point = normal_model().initial_point(random_seed=5)
+    assert len(np.unique(point["z"])) > 10
+
+
 def test_initval_and_initvals_win_over_dispersed_starts():
     labels = np.r_[np.zeros(20, int), np.ones(20, int)]
     assert (starts(normal_model(initval="one_block")) == 0).all()

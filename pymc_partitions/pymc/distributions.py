@@ -11,6 +11,7 @@ import weakref
 
 import numpy as np
 import pymc as pm
+import pytensor
 import pytensor.tensor as pt
 from pymc.distributions.dist_math import check_parameters
 from pytensor.compile.sharedvalue import SharedVariable
@@ -297,7 +298,12 @@ def dispersed_labels(n, k=0):
     ``min(n, DISPERSED_BLOCKS, k)`` values (``k = 0``: no bound); what ``initval="dispersed"``
     starts each chain from."""
     blocks = min(n, DISPERSED_BLOCKS, k) if k > 0 else min(n, DISPERSED_BLOCKS)
-    return pt.random.integers(0, blocks, size=(n,))
+    # make_node with an explicit shared generator, not pt.random.integers(...): PyTensor 3
+    # deprecates a call without return_next_rng (which PyTensor 2 lacks) or without an rng; the
+    # node is the one pt.random.integers builds on both, and PyMC reseeds its generator per chain.
+    rng = pytensor.shared(np.random.default_rng())
+    node = pt.random.integers.make_node(rng, pt.as_tensor([n]), pt.as_tensor(0), pt.as_tensor(blocks))
+    return node.default_output()
 
 
 def check_labels(name, labels, n):
