@@ -30,6 +30,7 @@ FAMILIES = {
                                                                 observed=CAT),
 }
 QUIET = dict(progressbar=False)
+SEED_CHECKED = ("niw", "gamma_poisson")  # one continuous and one discrete family's replicate op
 
 
 @pytest.mark.parametrize("family", list(FAMILIES))
@@ -40,12 +41,16 @@ def test_forward_draws_without_object_mode_warnings(family):
         FAMILIES[family](z)
         prior = pm.sample_prior_predictive(draws=20, random_seed=0)
         idata = pm.sample(draws=10, tune=0, chains=1, random_seed=0, compute_convergence_checks=False, **QUIET)
+        # Each call compiles the forward graph again (about 3 s on PyTensor 3): the seed's
+        # role is checked once per family kind, by the test below.
+        seeds = (1, 1, 2) if family in SEED_CHECKED else (1,)
         replicates = [posterior_dataset(pm.sample_posterior_predictive(idata, random_seed=seed, **QUIET),
-                                        "posterior_predictive")["y"].values for seed in (1, 1, 2)]
+                                        "posterior_predictive")["y"].values for seed in seeds]
     observed = {"beta_bernoulli": B, "gamma_poisson": C, "dirichlet_categorical": CAT}.get(family, Y)
     assert replicates[0].shape == (1, 10, *observed.shape)
-    np.testing.assert_array_equal(replicates[0], replicates[1])  # the seed decides
-    assert not np.array_equal(replicates[0], replicates[2])
+    if family in SEED_CHECKED:
+        np.testing.assert_array_equal(replicates[0], replicates[1])  # the seed decides
+        assert not np.array_equal(replicates[0], replicates[2])
     assert len({r.tobytes() for r in replicates[0][0]}) == 10  # each posterior draw its own replicate
     labels = posterior_dataset(prior, "prior")["z"].values[0]
     assert labels.shape == (20, N) and len({r.tobytes() for r in labels}) > 1 and (labels[:, 0] == 0).all()
