@@ -22,6 +22,7 @@ This module knows nothing of PyMC: the model enters through a :class:`HyperModel
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -275,8 +276,36 @@ class HyperSweeps:
                 and np.array_equal(x.labels(), y.labels()))
 
     def h_args(self, state: HyperState):
-        """What the functions h are called with: (labels, hyperparameter values by name)."""
-        return state.labels(), self.model.params(state.theta, state.log_alpha)
+        """What the functions h are called with: (labels, hyperparameter values by name), the
+        values computed only if some h reads them."""
+        return state.labels(), _LazyParams(self.model, state.theta, state.log_alpha)
+
+
+class _LazyParams(Mapping):
+    """{name: value} of the hyperparameters, computed on first use (a PyTensor call)."""
+
+    __slots__ = ("_args", "_values")
+
+    def __init__(self, model, theta, log_alpha):
+        self._args, self._values = (model, theta, log_alpha), None
+
+    def _get(self):
+        if self._values is None:
+            model, theta, log_alpha = self._args
+            self._values = model.params(theta, log_alpha)
+        return self._values
+
+    def __getitem__(self, name):
+        return self._get()[name]
+
+    def __iter__(self):
+        return iter(self._get())
+
+    def __len__(self):
+        return len(self._get())
+
+    def __repr__(self):
+        return repr(self._get())
 
 
 @dataclass
