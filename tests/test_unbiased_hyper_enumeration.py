@@ -222,33 +222,63 @@ def test_random_walk_coupling_has_the_single_chain_marginals():
     assert min(_ks_same(wrong[:, j], ss[:, j]) for j in range(2)) < 1e-3
 
 
-def test_a_coupled_iteration_leaves_each_chains_kernel_unchanged():
-    """One whole coupled iteration (sweep at each chain's own hyperparameters, then the
-    hyperparameter steps) from two different states: chain y's (K, sigma) has the law of the
-    single-chain iteration from y's state (chi-square on K, KS on sigma)."""
-    model = sigma_model()
-    terms = PartitionTerms(model, "z")
-    hyper = PyMCHyperModel(model, model["z"], terms, [model["sigma"]])
-    kernel = HyperSweeps(hyper, "ot", 0.0, 0.6)
-    rng = np.random.default_rng(5)
-    reps = 1500
-    coupled, single = [], []
-    lx, ly = np.zeros(N, np.int64), np.array([0, 1, 2, 0, 1, 2])
+class _SweptAtChainXsValues(HyperSweeps):
+    """Wrong: both chains' partitions swept at chain x's hyperparameters (the kernels before
+    they took per-chain values)."""
 
-    def fresh(labels, theta):
+    def coupled_sweep(self, x, y, inter, randomness):
+        r, rng = randomness
+        x.gibbs.coupled_sweep(x.chain, y.chain, x.gibbs.intersections(x.chain, y.chain), r)
+        self._hyper_steps(x, y, rng)
+
+
+def _one_iteration_laws(kernel_class, which, reps=1500):
+    """(K, hyperparameter) of chain y after one coupled iteration from two different states, and
+    after one single-chain iteration from y's state."""
+    model = sigma_model() if which == "sigma" else alpha_model()
+    terms = PartitionTerms(model, "z")
+    hyper = PyMCHyperModel(model, model["z"], terms, [model[which]])
+    kernel = kernel_class(hyper, "ot", 0.0, 0.6)
+    rng = np.random.default_rng(5)
+    lx, ly = np.zeros(N, np.int64), np.array([0, 1, 2, 0, 1, 2])
+    vx, vy = (-0.5, 0.4) if which == "sigma" else (-3.0, 1.5)
+
+    def fresh(labels, value):
         s = kernel.start(labels)
-        kernel._refresh(s, np.array([theta]), None)
+        if which == "sigma":
+            kernel._refresh(s, np.array([value]), None)
+        else:
+            kernel._refresh(s, s.theta, value)
         return s
 
+    def read(s):
+        return s.chain.n_active, s.theta[0] if which == "sigma" else s.log_alpha
+
+    coupled, single = [], []
     for _ in range(reps):
-        x, y = fresh(lx, -0.5), fresh(ly, 0.4)
+        x, y = fresh(lx, vx), fresh(ly, vy)
         kernel.coupled_sweep(x, y, None, kernel.random_numbers(rng))
-        coupled.append((y.chain.n_active, y.theta[0]))
-        s = fresh(ly, 0.4)
+        coupled.append(read(y))
+        s = fresh(ly, vy)
         kernel.sweep(s, kernel.random_numbers(rng))
-        single.append((s.chain.n_active, s.theta[0]))
-    coupled, single = np.array(coupled), np.array(single)
+        single.append(read(s))
+    return np.array(coupled), np.array(single)
+
+
+def _same_law(coupled, single):
     table = np.array([[np.sum(c[:, 0] == k) for k in range(1, N + 1)] for c in (coupled, single)])
     table = table[:, table.sum(axis=0) > 0]
-    assert stats.chi2_contingency(table)[1] > 1e-3
-    assert _ks_same(coupled[:, 1], single[:, 1]) > 1e-3
+    return min(stats.chi2_contingency(table)[1], _ks_same(coupled[:, 1], single[:, 1]))
+
+
+@pytest.mark.parametrize("which", ["sigma", "alpha"])
+def test_a_coupled_iteration_leaves_each_chains_kernel_unchanged(which):
+    """One whole coupled iteration (sweep at each chain's own hyperparameters, then the
+    hyperparameter steps) from two different states: chain y's (K, hyperparameter) has the law
+    of the single-chain iteration from y's state (chi-square on K, KS on the hyperparameter)."""
+    assert _same_law(*_one_iteration_laws(HyperSweeps, which)) > 1e-3
+
+
+def test_power_a_sweep_at_the_other_chains_alpha_fails():
+    """Sweeping chain y at chain x's alpha (e^-3 against y's e^1.5) changes y's law: detected."""
+    assert _same_law(*_one_iteration_laws(_SweptAtChainXsValues, "alpha")) < 1e-3
