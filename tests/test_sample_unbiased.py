@@ -115,12 +115,12 @@ def test_unmet_pairs_warn_and_stay_in_the_output():
 
 def test_errors_name_the_problem():
     y, _ = data(N)
-    with pm.Model() as free_alpha:
-        alpha = pm.Gamma("alpha", 2.0, 1.0)
-        z = pmp.Partition("z", pmp.CRP(alpha), n=N)
+    with pm.Model() as discrete_free:  # (random continuous hyperparameters are coupled: test_unbiased_hyper_*)
+        count = pm.Poisson("count", 3.0)
+        z = pmp.Partition("z", pmp.CRP(1.0), n=N)
         pmp.NormalNormal("y", partition=z, mu0=0.0, sigma0=2.0, sigma=1.0, observed=y)
-    with pytest.raises(ValueError, match="'alpha'"):
-        pmp.sample_unbiased(free_alpha, k=1, m=2, progressbar=False)
+    with pytest.raises(ValueError, match="'count' is discrete"):
+        pmp.sample_unbiased(discrete_free, k=1, m=2, progressbar=False)
     model, _, _ = model_and_exact()
     with pytest.raises(ValueError, match="coupling must be one of"):
         pmp.sample_unbiased(model, coupling="optimal")

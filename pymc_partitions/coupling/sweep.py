@@ -101,9 +101,11 @@ def _coupled_visit(t0, method, eps, order, uniforms,
                    slot_x, size_x, stat_x, act_x, jw_x, lw_x, nx,
                    slot_y, size_y, stat_y, act_y, jw_y, lw_y, ny, inter,
                    prior_code, prior_params, codes, dims, data_off, stat_off, hyper_off, hyper, data,
-                   empty, scratch, first_row, new_lp, p, q, ix, iy, pc, qc, cost, rows, cols, mass, iwork, fwork,
+                   empty, prior_params_y, hyper_y, data_y, empty_y, scratch, first_row, new_lp,
+                   p, q, ix, iy, pc, qc, cost, rows, cols, mass, iwork, fwork,
                    net_ho, E_x, out_x, inn_x, touched_x, P_x, V_x, E_y, out_y, inn_y, touched_y, P_y, V_y):
-    """Coupled updates at visits t0, t0+1, ...; stops before changing anything when a chain might
+    """Coupled updates at visits t0, t0+1, ...; chain y uses its own ``prior_params_y``,
+    ``hyper_y``, ``data_y``, ``empty_y``. Stops before changing anything when a chain might
     need a new block and its slot table is full. Returns (next visit, nx, ny)."""
     n = slot_x.shape[0]
     net = net_ho.shape[0] > 0  # (the calls below cost ~0.1 µs each even when they do nothing)
@@ -118,32 +120,33 @@ def _coupled_visit(t0, method, eps, order, uniforms,
         inter[sx, sy] -= 1
         if net:
             net_take_out(E_x, net_ho, hyper, n, slot_x, i, out_x, inn_x, touched_x, cnt_x)
-            net_take_out(E_y, net_ho, hyper, n, slot_y, i, out_y, inn_y, touched_y, cnt_y)
+            net_take_out(E_y, net_ho, hyper_y, n, slot_y, i, out_y, inn_y, touched_y, cnt_y)
         nx = _remove(i, slot_x, size_x, stat_x, act_x, nx, jw_x, prior_code, prior_params,
                      codes, dims, data_off, stat_off, hyper_off, hyper, data, scratch)
-        ny = _remove(i, slot_y, size_y, stat_y, act_y, ny, jw_y, prior_code, prior_params,
-                     codes, dims, data_off, stat_off, hyper_off, hyper, data, scratch)
+        ny = _remove(i, slot_y, size_y, stat_y, act_y, ny, jw_y, prior_code, prior_params_y,
+                     codes, dims, data_off, stat_off, hyper_off, hyper_y, data_y, scratch)
         _log_conditional(i, stat_x, act_x, nx, jw_x, lw_x, prior_code, prior_params,
                          codes, dims, data_off, stat_off, hyper_off, hyper, data, empty, scratch, first_row, new_lp)
-        _log_conditional(i, stat_y, act_y, ny, jw_y, lw_y, prior_code, prior_params,
-                         codes, dims, data_off, stat_off, hyper_off, hyper, data, empty, scratch, first_row, new_lp)
+        _log_conditional(i, stat_y, act_y, ny, jw_y, lw_y, prior_code, prior_params_y,
+                         codes, dims, data_off, stat_off, hyper_off, hyper_y, data_y, empty_y, scratch, first_row,
+                         new_lp)
         if net:
             _add_network_terms(E_x, net_ho, hyper, size_x, act_x, nx, sx, out_x, inn_x, touched_x, cnt_x, P_x, V_x,
                                lw_x, new_lp)
-            _add_network_terms(E_y, net_ho, hyper, size_y, act_y, ny, sy, out_y, inn_y, touched_y, cnt_y, P_y, V_y,
+            _add_network_terms(E_y, net_ho, hyper_y, size_y, act_y, ny, sy, out_y, inn_y, touched_y, cnt_y, P_y, V_y,
                                lw_y, new_lp)
         cx, cy = _coupled_draw(method, eps, lw_x, nx, size_x, act_x, lw_y, ny, size_y, act_y, inter, uniforms[t],
                                p, q, ix, iy, pc, qc, cost, rows, cols, mass, iwork, fwork)
         nx = _assign(i, cx, slot_x, size_x, stat_x, act_x, nx, jw_x, prior_code, prior_params,
                      codes, dims, data_off, stat_off, hyper_off, hyper, data, empty, scratch)
-        ny = _assign(i, cy, slot_y, size_y, stat_y, act_y, ny, jw_y, prior_code, prior_params,
-                     codes, dims, data_off, stat_off, hyper_off, hyper, data, empty, scratch)
+        ny = _assign(i, cy, slot_y, size_y, stat_y, act_y, ny, jw_y, prior_code, prior_params_y,
+                     codes, dims, data_off, stat_off, hyper_off, hyper_y, data_y, empty_y, scratch)
         inter[slot_x[i], slot_y[i]] += 1
         if net:
             net_put_in(E_x, net_ho, hyper, n, slot_x, i, out_x, inn_x, touched_x, cnt_x)
-            net_put_in(E_y, net_ho, hyper, n, slot_y, i, out_y, inn_y, touched_y, cnt_y)
+            net_put_in(E_y, net_ho, hyper_y, n, slot_y, i, out_y, inn_y, touched_y, cnt_y)
             net_cache_commit(E_x, net_ho, hyper, size_x, act_x, nx, sx, slot_x[i], P_x, V_x)
-            net_cache_commit(E_y, net_ho, hyper, size_y, act_y, ny, sy, slot_y[i], P_y, V_y)
+            net_cache_commit(E_y, net_ho, hyper_y, size_y, act_y, ny, sy, slot_y[i], P_y, V_y)
     return order.shape[0], nx, ny
 
 
@@ -157,17 +160,18 @@ def _grow_table(inter, rows, cols):
 @numba.njit(cache=True, error_model="numpy")
 def _coupled_sweep(method, eps, order, uniforms, slot_x, size_x, stat_x, act_x, nx, slot_y, size_y, stat_y, act_y, ny,
                    inter, prior_code, prior_params, codes, dims, data_off, stat_off, hyper_off, hyper, data, empty,
-                   scratch, net_ho, E_x, E_y):
+                   scratch, net_ho, E_x, E_y, prior_params_y, hyper_y, data_y, empty_y):
     """One coupled sweep; returns the (possibly grown) tables of both chains (with their edge
     counts ``E_x``, ``E_y`` of the network families, (0, cap, cap) when there are none) and their
-    intersections."""
+    intersections. Chain y uses its own ``prior_params_y``, ``hyper_y``, ``data_y`` and ``empty_y``
+    (the same as chain x's when the hyperparameters are fixed)."""
     first_row = np.zeros(1, np.int64)
     new_lp = np.empty(1)
     n = slot_x.shape[0]
     nf = net_ho.shape[0]
     t = runtime_int(0)  # not the literal 0 (one more compilation of _coupled_visit)
     P_x, V_x = net_cache_build(E_x, net_ho, hyper, size_x, act_x, nx)  # (the network caches, fresh every sweep)
-    P_y, V_y = net_cache_build(E_y, net_ho, hyper, size_y, act_y, ny)
+    P_y, V_y = net_cache_build(E_y, net_ho, hyper_y, size_y, act_y, ny)
     while True:
         cx = size_x.shape[0]
         cy = size_y.shape[0]
@@ -181,7 +185,7 @@ def _coupled_sweep(method, eps, order, uniforms, slot_x, size_x, stat_x, act_x, 
         out_y, inn_y, touched_y = net_workspace(nf, cy, n)
         c = max(cx, cy) + 1
         jw_x = _join_weights(size_x, act_x, nx, prior_code, prior_params)
-        jw_y = _join_weights(size_y, act_y, ny, prior_code, prior_params)
+        jw_y = _join_weights(size_y, act_y, ny, prior_code, prior_params_y)
         lw_x = np.empty(cx + 1)
         lw_y = np.empty(cy + 1)
         p = np.empty(c)
@@ -199,7 +203,8 @@ def _coupled_sweep(method, eps, order, uniforms, slot_x, size_x, stat_x, act_x, 
                                    slot_x, size_x, stat_x, act_x, jw_x, lw_x, nx,
                                    slot_y, size_y, stat_y, act_y, jw_y, lw_y, ny, inter,
                                    prior_code, prior_params, codes, dims, data_off, stat_off, hyper_off, hyper, data,
-                                   empty, scratch, first_row, new_lp, p, q, ix, iy, pc, qc, cost, rows, cols, mass,
+                                   empty, prior_params_y, hyper_y, data_y, empty_y, scratch, first_row, new_lp,
+                                   p, q, ix, iy, pc, qc, cost, rows, cols, mass,
                                    iwork, fwork, net_ho, E_x, out_x, inn_x, touched_x, P_x, V_x, E_y, out_y, inn_y,
                                    touched_y, P_y, V_y)
         if t == order.shape[0]:
@@ -343,11 +348,22 @@ class GibbsSweeps:
         self._state(y, "GibbsSweeps.intersections")
         return _intersections(x.slot_of, x.sizes.shape[0], y.slot_of, y.sizes.shape[0])
 
-    def coupled_sweep(self, x: ChainState, y: ChainState, inter: np.ndarray, randomness) -> np.ndarray:
-        """One coupled sweep of both chains, in place; returns the (possibly grown) intersection table."""
+    def coupled_sweep(self, x: ChainState, y: ChainState, inter: np.ndarray, randomness,
+                      other: GibbsSweeps | None = None) -> np.ndarray:
+        """One coupled sweep of both chains, in place; returns the (possibly grown) intersection table.
+
+        ``other``: the kernel of chain y when its hyperparameters differ from this kernel's (the
+        same model at other values of alpha, discount or the likelihoods' hyperparameters, see
+        :meth:`compatible`); each chain is then exactly the single-chain sweep at its own values.
+        Default: this kernel for both chains."""
         owner = "GibbsSweeps.coupled_sweep"
+        if other is None:
+            other = self
+        elif not self.compatible(other):
+            raise ValueError(f"{owner}: other must be a GibbsSweeps of the same model structure (families, data "
+                             "shape, prior, coupling) at other hyperparameter values")
         self._state(x, owner)
-        self._state(y, owner)
+        other._state(y, owner)
         inter = np.asarray(inter)
         if inter.dtype != np.int64 or inter.shape != (x.sizes.shape[0], y.sizes.shape[0]):
             raise ValueError(f"{owner}: inter must be the int64 intersection table of the two states "
@@ -358,8 +374,21 @@ class GibbsSweeps:
             COUPLINGS[self.coupling], self.eps, order, uniforms,
             x.slot_of, x.sizes, x.stats, x.active, x.n_active, y.slot_of, y.sizes, y.stats, y.active, y.n_active,
             inter, *self._pack_args(), self._empty, self._scratch, self._net_ho, x.E, y.E,
+            other.prior_params, other.pack.hyper, other.pack.data, other._empty,
         )
         return inter
+
+    def compatible(self, other) -> bool:
+        """Whether ``other`` is a kernel of the same model structure (families, their layout, data
+        shape, prior and coupling), possibly at other hyperparameter values."""
+        if other is self:
+            return True
+        a, b = self.pack, getattr(other, "pack", None)
+        return (isinstance(other, GibbsSweeps) and self.prior_code == other.prior_code
+                and self.coupling == other.coupling and self.eps == other.eps and a.width == b.width
+                and a.data.shape == b.data.shape and a.hyper.shape == b.hyper.shape
+                and all(np.array_equal(getattr(a, f), getattr(b, f))
+                        for f in ("codes", "dims", "data_off", "stat_off", "hyper_off")))
 
     @staticmethod
     def distance(x: ChainState, y: ChainState, inter: np.ndarray) -> int:

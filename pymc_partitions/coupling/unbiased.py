@@ -114,7 +114,9 @@ def run_pair(kernel, h, x0, y0, rng: np.random.Generator, k: int, m: int, lag: i
         ``coupled_sweep(x, y, inter, r)``, ``intersections(x, y)`` and ``distance(x, y, inter)``
         (the coupling contract: identical states + identical random numbers -> identical outputs).
     h : callable
-        labels (canonical int array) -> 1-d float array.
+        labels (canonical int array) -> 1-d float array. A kernel with ``h_args(state)`` (chains
+        with hyperparameters, :class:`.hyper.HyperSweeps`) calls ``h(*kernel.h_args(state))``
+        instead, and one with ``same(x, y)`` decides with it when the chains have met.
     x0, y0 : array
         Initial labels of the two chains, independent draws from the same initial law.
     k, m : int
@@ -138,13 +140,19 @@ def run_pair(kernel, h, x0, y0, rng: np.random.Generator, k: int, m: int, lag: i
                 raise PairStopped(reason)
 
     trusted = getattr(h, "checks_values", False)
+    # kernels with hyperparameters (.hyper.HyperSweeps) say when two states are equal and what h is called with
+    same = getattr(kernel, "same", None)
+    h_args = getattr(kernel, "h_args", None)
+
+    def h_of(state):
+        return h(*h_args(state)) if h_args is not None else h(state.labels())
 
     def check(raw, shape=None):
         return raw if trusted else check_h_value(raw, shape)
 
     start = time.perf_counter()
     x, y = kernel.start(x0), kernel.start(y0)
-    hx = check(h(x.labels()))
+    hx = check(h_of(x))
     shape = hx.shape
     mcmc = np.zeros_like(hx)
     correction = np.zeros_like(hx)
@@ -153,7 +161,7 @@ def run_pair(kernel, h, x0, y0, rng: np.random.Generator, k: int, m: int, lag: i
     for t in range(1, lag + 1):
         check_stop()
         kernel.sweep(x, kernel.random_numbers(rng))
-        hx = check(h(x.labels()), shape)
+        hx = check(h_of(x), shape)
         if k <= t <= m:
             mcmc += hx
     t = lag
@@ -165,10 +173,10 @@ def run_pair(kernel, h, x0, y0, rng: np.random.Generator, k: int, m: int, lag: i
             lx, ly = x.labels(), y.labels()
             if record_distance:
                 distances.append(kernel.distance(x, y, inter))
-            if np.array_equal(lx, ly):
+            if same(x, y) if same is not None else np.array_equal(lx, ly):
                 met, tau = True, t
             elif t >= k + lag:
-                correction += bias_correction_weight(t, k, m, lag) * (hx - check(h(ly), shape))
+                correction += bias_correction_weight(t, k, m, lag) * (hx - check(h_of(y), shape))
         if (met and t >= m) or (not met and t >= max_iter):
             break
         check_stop()
@@ -178,7 +186,7 @@ def run_pair(kernel, h, x0, y0, rng: np.random.Generator, k: int, m: int, lag: i
         else:
             inter = kernel.coupled_sweep(x, y, inter, r)
         t += 1
-        hx = check(h(x.labels()), shape)
+        hx = check(h_of(x), shape)
         if k <= t <= m:
             mcmc += hx
     mcmc /= m - k + 1

@@ -7,6 +7,7 @@ output; the chains, estimators and executors are in :mod:`pymc_partitions.coupli
 from __future__ import annotations
 
 import datetime
+import inspect
 import math
 import time
 import warnings
@@ -18,6 +19,7 @@ import xarray as xr
 
 from .._checks import boolean, choice, integer, probability, real
 from ..coupling.functions import largest_proportion, n_clusters
+from ..coupling.hyper import HyperUnbiasedJob
 from ..coupling.parallel import (Interrupts, RunReport, UnbiasedJob, check_init, check_mp_ctx, check_seed,
                                  check_timeout, run_pairs)
 from ..coupling.split_merge import pgsm_settings, refuse_pgsm_network
@@ -26,33 +28,59 @@ from ..coupling.unbiased import check_h_value, check_k_m, suggest_k_m
 from .compat import made_group, new_result
 from .distributions import is_partition
 from .terms import PartitionTerms
+from .unbiased_hyper import PyMCHyperModel, free_hyperparameters
 
 __all__ = ["sample_unbiased", "summarize_unbiased"]
+
+
+def _takes_params(fn, name) -> bool:
+    """Whether ``fn`` is called h(labels, params) (two required positional parameters) rather than
+    h(labels); anything else is refused, naming the function."""
+    try:
+        parameters = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):  # (some builtins have no signature: called with the labels)
+        return False
+    positional = [p for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    required = [p for p in positional if p.default is p.empty]
+    keyword_only = [p.name for p in parameters if p.kind == p.KEYWORD_ONLY and p.default is p.empty]
+    if keyword_only or len(required) > 2 or (not positional and not any(p.kind == p.VAR_POSITIONAL
+                                                                         for p in parameters)):
+        raise TypeError(f"h[{name!r}] must be called as h(labels) or h(labels, params) (params: a dict of the "
+                        f"hyperparameters' values by name), but its signature is {inspect.signature(fn)}")
+    return len(required) == 2
 
 
 class _StackedH:
     """Several named functions of the partition as one flat vector (what the workers compute).
 
-    Each function is probed once on the all-singletons partition: a value that is not finite
-    numbers is refused here, at the call. Afterwards every value must be finite and of the probed
-    shape, or the pair fails with a message naming the function (:func:`check_h_value`)."""
+    A function is called h(labels), or h(labels, params) when it has two required positional
+    parameters (params: {name: value} of the model's free hyperparameters). Each function is probed
+    once on the all-singletons partition (with ``params``, the values at the model's initial point):
+    a value that is not finite numbers is refused here, at the call. Afterwards every value must be
+    finite and of the probed shape, or the pair fails with a message naming the function
+    (:func:`check_h_value`)."""
 
     checks_values = True  # run_pair need not check again
 
-    def __init__(self, functions: dict, n: int):
+    def __init__(self, functions: dict, n: int, params: dict | None = None):
         self.functions = functions
+        self.with_params = {name: _takes_params(fn, name) for name, fn in functions.items()}
         probe = np.arange(n)
         self.shapes = {}
         for name, fn in functions.items():
             try:
-                self.shapes[name] = check_h_value(fn(probe), name=f"h[{name!r}]").shape
+                value = fn(probe, dict(params or {})) if self.with_params[name] else fn(probe)
+                self.shapes[name] = check_h_value(value, name=f"h[{name!r}]").shape
             except ValueError as err:
                 raise ValueError(f"{err} on the all-singletons partition: every value of h must be finite "
                                  "numbers") from None
 
-    def __call__(self, labels):
-        return np.concatenate([np.ravel(check_h_value(fn(labels), self.shapes[name], f"h[{name!r}]"))
-                               for name, fn in self.functions.items()])
+    def __call__(self, labels, params=None):
+        params = {} if params is None else params
+        return np.concatenate([
+            np.ravel(check_h_value(fn(labels, params) if self.with_params[name] else fn(labels), self.shapes[name],
+                                   f"h[{name!r}]"))
+            for name, fn in self.functions.items()])
 
     def split(self, flat):
         """{name: array (pairs, *shape)} from (pairs, total) values."""
@@ -64,9 +92,18 @@ class _StackedH:
         return out
 
 
-def _functions(h, pack, prior_code, prior_params):
+def _hyperparameter(name):
+    def value(labels, params):
+        return params[name]
+
+    value.__name__ = name
+    return value
+
+
+def _functions(h, pack, prior_code, prior_params, hyper_names=()):
     if h is None:
         h = {"n_clusters": n_clusters, "largest_proportion": largest_proportion}
+        h.update({name: _hyperparameter(name) for name in hyper_names if name not in h})
     elif callable(h):
         name = getattr(h, "__name__", "h")
         h = {name if name.isidentifier() and name != "<lambda>" else "h": h}
@@ -99,16 +136,10 @@ def _check_names(stacked):
 
 def _partition_of(model):
     parts = [rv for rv in model.free_RVs if is_partition(rv)]
-    others = [rv.name for rv in model.free_RVs if not is_partition(rv)]
     if not parts:
         raise ValueError("the model has no pmp.Partition variable")
     if len(parts) > 1:
         raise ValueError(f"sample_unbiased handles one partition, the model has {[p.name for p in parts]}")
-    if others:
-        raise ValueError(
-            f"sample_unbiased needs the partition to be the only free variable, but {others} are free too; "
-            "fix them (use numbers or pm.Data) — coupled hyperparameter steps are not supported yet"
-        )
     return parts[0]
 
 
@@ -151,7 +182,7 @@ def sample_unbiased(model=None, h=None, n_pairs: int | None = 100, coupling: str
                     executor=None, random_seed=None, progressbar: bool = True, eps: float = 0.0,
                     init="prior", time_budget: float | None = None, record_distance: bool = False,
                     pilot_pairs: int = 20, mp_ctx=None, pgsm=None, retries: int = 2,
-                    pair_timeout: float | None = None):
+                    pair_timeout: float | None = None, hyper_scale: float = 0.5):
     """Unbiased estimates of E[h(partition) | data] from pairs of coupled Gibbs chains.
 
     Each pair runs two lagged collapsed-Gibbs chains whose per-item draws are coupled (by default
@@ -164,10 +195,19 @@ def sample_unbiased(model=None, h=None, n_pairs: int | None = 100, coupling: str
     Parameters
     ----------
     model : pm.Model, optional
-        A model whose only free variable is one ``pmp.Partition`` (hyperparameters fixed).
+        A model with one ``pmp.Partition``; its other free variables (hyperparameters: alpha,
+        discount, the likelihoods' parameters, their hyperpriors) must be continuous. They are
+        updated in each iteration after the partition's sweep, by the coupled Escobar-West step
+        for a scalar Gamma-prior CRP alpha, and otherwise by one coupled random-walk Metropolis
+        step on their unconstrained values (:mod:`pymc_partitions.coupling.hyper`); both chains
+        start them at the model's initial point. A pair meets when the partitions and all
+        hyperparameters are equal.
     h : callable or dict of str -> callable, optional
-        Functions of the canonical labels, scalar or array valued. Default: number of clusters
-        and proportion of the largest cluster. See :mod:`pymc_partitions.h` for built-ins.
+        Functions ``h(labels)`` of the canonical labels, or ``h(labels, params)`` (two required
+        positional parameters) where ``params`` is a dict of the free hyperparameters' values by
+        name (empty without any); scalar or array valued. Default: number of clusters,
+        proportion of the largest cluster, and each free hyperparameter. See
+        :mod:`pymc_partitions.h` for built-ins.
     n_pairs : int
         Number of pairs (ignored when ``time_budget`` is given).
     coupling : {"ot", "maximal", "crn", "independent"}
@@ -228,6 +268,10 @@ def sample_unbiased(model=None, h=None, n_pairs: int | None = 100, coupling: str
         stopped 0.5 s later by ending its worker process (the package's own processes only: a
         thread cannot be stopped and is given up on instead; on Dask such a pair is not detected
         and the call waits for it).
+    hyper_scale : float
+        Standard deviation (> 0) of the random-walk proposal of the hyperparameters on their
+        unconstrained scale (default 0.5); best near 2.4 times their posterior standard deviation
+        there. Unused without such hyperparameters.
 
     Ctrl-C stops every mode within a fraction of a second and returns the finished pairs with
     attrs ``interrupted=1`` and ``interrupted_during`` ("pilot" or "main"); see
@@ -281,18 +325,29 @@ def sample_unbiased(model=None, h=None, n_pairs: int | None = 100, coupling: str
     root = check_seed(random_seed, owner)
     if executor is None:
         check_mp_ctx(mp_ctx)
+    hyper_scale = real("hyper_scale", hyper_scale, low=0.0, low_open=True, owner=owner)
     rv = _partition_of(model)
+    hyper_rvs = free_hyperparameters(model, rv)
     terms = PartitionTerms(model, rv)
     pgsm = pgsm_settings(pgsm, terms.n)
+    if pgsm is not None and hyper_rvs:
+        raise ValueError(f"{owner}: pgsm is not yet coupled with random hyperparameters "
+                         f"({[v.name for v in hyper_rvs]}): leave pgsm=None or fix them")
     prior_params, pack = terms.kernel_inputs(model.initial_point())
     if pgsm is not None:
         refuse_pgsm_network(pack, owner)  # (before any work)
     terms.check_prior_params(prior_params)
-    functions = _functions(h, pack, terms.prior_code, prior_params)
-    stacked = _StackedH(functions, terms.n)
+    hyper = PyMCHyperModel(model, rv, terms, hyper_rvs) if hyper_rvs else None
+    functions = _functions(h, pack, terms.prior_code, prior_params, [v.name for v in hyper_rvs])
+    stacked = _StackedH(functions, terms.n,
+                        None if hyper is None else hyper.params(hyper.theta0, hyper.log_alpha0))
     _check_names(stacked)
-    job = UnbiasedJob(pack, terms.prior_code, prior_params, stacked, 0, 0, lag, max_iter, coupling, eps, init,
-                      record_distance, pgsm)
+    if hyper is None:
+        job = UnbiasedJob(pack, terms.prior_code, prior_params, stacked, 0, 0, lag, max_iter, coupling, eps, init,
+                          record_distance, pgsm)
+    else:
+        job = HyperUnbiasedJob(pack, terms.prior_code, prior_params, stacked, 0, 0, lag, max_iter, coupling, eps,
+                               init, record_distance, pgsm, hyper_model=hyper, hyper_scale=hyper_scale)
     main_seed, pilot_seed = root.spawn(2)
     run = dict(cores=cores, executor=executor, mp_ctx=mp_ctx, retries=retries, pair_timeout=pair_timeout)
     settings = {
@@ -305,6 +360,9 @@ def sample_unbiased(model=None, h=None, n_pairs: int | None = 100, coupling: str
                                                                           else "process pool"),
         "retries": retries, "pair_timeout": "none" if pair_timeout is None else pair_timeout,
         "pgsm_moves": 0 if pgsm is None else pgsm["moves"],
+        "hyperparameters": ", ".join(v.name for v in hyper_rvs) or "none",
+        "escobar_west": "none" if hyper is None or hyper.escobar_west is None else hyper._ew_name,
+        "hyper_scale": hyper_scale,
     }
     if pgsm is not None:  # netCDF attrs: numbers and strings only
         settings.update({f"pgsm_{key}": int(v) if isinstance(v, bool) else v
