@@ -33,7 +33,7 @@ from .priors import CRP, FiniteDirichlet, PitmanYor
 from .pymc.compat import add_groups, load, posterior_dataset, save
 from .pymc.distributions import BetaBernoulli, BetaBernoulliNetwork, NormalInverseWishart, NormalNormal, Partition
 from .pymc.distributions import DirichletCategorical, GammaPoisson
-from .pymc.loo import loo, pointwise_log_likelihood
+from .results.loo import loo, pointwise_log_likelihood
 from . import h
 from .coupling.unbiased import suggest_k_m
 from .pymc.steps import PGSM, SAMS, CollapsedGibbs, EscobarWest, GibbsSplitMerge, PriorSlice, SplitMerge
@@ -41,12 +41,12 @@ from .pymc.steps import register as _register
 from .pymc.numba_draws import register as _register_numba_draws
 from .pymc.arm_step import ARM
 from .diagnostics.convergence import W2ConvergenceWarning
-from .pymc.diagnostics import plot_w2_convergence, w2_bias, w2_convergence
+from .results.diagnostics import plot_w2_convergence, w2_bias, w2_convergence
 from .pymc.unbiased import sample_unbiased, summarize_unbiased
-from .pymc.summaries import coclustering, credible_ball, partition_traces, point_estimate, summarize_clustering
-from .pymc.predictive import cluster_parameters, join_probabilities, predictive_density, sample_posterior_predictive
-from .pymc.invariants import label_invariant, plot_trace, summary
-from .pymc.plots import plot_clustering, plot_coclustering, plot_credible_ball, plot_n_clusters, plot_predictive_density
+from .results.summaries import coclustering, credible_ball, partition_traces, point_estimate, summarize_clustering
+from .results.predictive import cluster_parameters, join_probabilities, predictive_density, sample_posterior_predictive
+from .results.invariants import label_invariant, plot_trace, summary
+from .results.plots import plot_clustering, plot_coclustering, plot_credible_ball, plot_n_clusters, plot_predictive_density
 from . import summaries
 
 __version__ = "0.1.0"

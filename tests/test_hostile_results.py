@@ -17,8 +17,8 @@ import xarray as xr
 import pymc_partitions as pmp
 from pymc_partitions.diagnostics.convergence import W2ConvergenceWarning, w2_traces
 from pymc_partitions.pymc import compat
-from pymc_partitions.pymc.diagnostics import is_canonical
-from pymc_partitions.pymc.results import PARTITIONS_ATTR
+from pymc_partitions.results.diagnostics import is_canonical
+from pymc_partitions.results.reader import PARTITIONS_ATTR
 from test_w2_convergence import sampled_dpmm
 
 
@@ -595,7 +595,7 @@ def test_stale_temporaries_of_the_target_are_removed_by_the_next_save(small, tmp
     """A save killed outright (SIGKILL) used to leave its temporary for good. The next save of the
     same target removes those whose writer is gone (same machine) or that are a day old; a live
     writer's, another machine's recent one and those of other files stay."""
-    from pymc_partitions.pymc import files as _files  # noqa: PLC0415
+    from pymc_partitions.results import files as _files  # noqa: PLC0415
 
     host = _files._host()
     dead = temporary(tmp_path, "r.nc", (host, dead_pid()))
@@ -741,7 +741,7 @@ def test_damaged_files_are_refused_naming_the_path(small, tmp_path, compress):
     line's prefix: the line is then ignored) gives back exactly what was saved. It used to raise
     h5py's KeyError without the path for damaged metadata, and with compress=False to load a
     damaged data byte as another value."""
-    from pymc_partitions.pymc import files  # noqa: PLC0415
+    from pymc_partitions.results import files  # noqa: PLC0415
 
     good_path = pmp.save(small, tmp_path / "good.nc", compress=compress)
     good = Path(good_path).read_bytes()
@@ -767,7 +767,7 @@ def test_damaged_files_are_refused_naming_the_path(small, tmp_path, compress):
 def test_damaged_data_are_refused_without_the_checksum_line(small, tmp_path, compress):
     """A file with no checksum line (pmp.save's, rewritten by another program through HDF5, which
     drops it): a damaged byte inside any variable's data fails its HDF5 Fletcher-32 checksum."""
-    from pymc_partitions.pymc import files  # noqa: PLC0415
+    from pymc_partitions.results import files  # noqa: PLC0415
 
     good_path = pmp.save(small, tmp_path / "good.nc", compress=compress)
     good = Path(good_path).read_bytes()

@@ -14,7 +14,7 @@ from pymc.sampling.mcmc import assign_step_methods
 
 import pymc_partitions as pmp
 from pymc_partitions.pymc import compat
-from pymc_partitions.pymc.invariants import cluster_counts, for_convergence_checks
+from pymc_partitions.results.invariants import cluster_counts, for_convergence_checks
 
 Y = np.r_[np.random.default_rng(0).normal(size=6) - 4.0, np.random.default_rng(1).normal(size=6) + 4.0]
 

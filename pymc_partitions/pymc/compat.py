@@ -135,7 +135,7 @@ from pymc.step_methods.compound import Competence
 from pymc.util import get_random_generator
 
 from .._checks import boolean
-from .files import (append_checksum, refuse_non_regular, refuse_trailing_separator, remove_stale_temporaries,
+from ..results.files import (append_checksum, refuse_non_regular, refuse_trailing_separator, remove_stale_temporaries,
                     removed_on_sigterm, temporary_name, verify_checksum)
 
 __all__ = [
@@ -320,7 +320,7 @@ def guard_convergence_checks() -> bool:
         return True
 
     def run_convergence_checks(idata, model):
-        from .invariants import for_convergence_checks  # noqa: PLC0415
+        from ..results.invariants import for_convergence_checks  # noqa: PLC0415
 
         checked = for_convergence_checks(idata, model)
         if checked is None:  # only partitions, all constant: no R-hat / ESS to compute
@@ -375,7 +375,7 @@ def guard_variable_order() -> bool:
 
 def _ordering_wrapper(original):
     def convert(self, *args, **kwargs):
-        from .results import record_partitions  # noqa: PLC0415
+        from ..results.reader import record_partitions  # noqa: PLC0415
 
         out = original(self, *args, **kwargs)
         model = getattr(self, "model", None)

@@ -52,8 +52,8 @@ from .. import _checks
 from ..families.kernels import FamilyPack, family_log_preds, pack_init, pack_update
 from ..priors import log_join_weight, log_new_weight
 from ..samplers.gibbs import _build
-from .compat import group_names, is_datatree, new_result, outside_model_contexts, posterior_dataset
-from .distributions import CollapsedLikelihoodRV, is_partition, partition_size
+from ..pymc.compat import group_names, is_datatree, new_result, outside_model_contexts, posterior_dataset
+from ..pymc.distributions import CollapsedLikelihoodRV, is_partition, partition_size
 
 __all__ = ["pointwise_log_likelihood", "loo", "install"]
 
@@ -303,7 +303,7 @@ def loo(result, var_name: str | None = None, *, reff: float | None = None, point
     whose data and hyperparameters the predictive density is computed from; ``var_name`` must
     be one of its collapsed likelihoods.
     """
-    from .compat import _arviz  # noqa: PLC0415
+    from ..pymc.compat import _arviz  # noqa: PLC0415
 
     az = _arviz()
     if refit is not None:
@@ -428,7 +428,7 @@ def _refitted_log_predictive(fit, result, model, part, rv, i, owner) -> float:
     """log mean_s p(y_i^f | z_{-i}^s, phi^s, y_{-i}, y_i^{g != f}) over the draws of ``fit``, the
     posterior given every item but i (f: the likelihood ``rv``; with several likelihoods on the
     partition, the ratio of the averages of p(y_i | ...) and of p(y_i^{g != f} | ...))."""
-    from .compat import is_datatree, is_inferencedata  # noqa: PLC0415
+    from ..pymc.compat import is_datatree, is_inferencedata  # noqa: PLC0415
 
     if not (is_datatree(fit) or is_inferencedata(fit)):
         raise TypeError(f"{owner}: refit must return the result of pm.sample (InferenceData or DataTree), got "

@@ -37,8 +37,8 @@ from ..summaries import (
 )
 from ..summaries.coclustering import check_items, check_matrix_size, check_pairs
 from ..summaries.estimate import DEFAULT_SEARCH_BYTES
-from .compat import add_groups, group_names, is_datatree, is_inferencedata, not_a_result_hint
-from .results import _labels, _partition_names, _posterior, _variable_draws
+from ..pymc.compat import add_groups, group_names, is_datatree, is_inferencedata, not_a_result_hint
+from .reader import _labels, _partition_names, _posterior, _variable_draws
 
 __all__ = ["coclustering", "point_estimate", "credible_ball", "partition_traces", "summarize_clustering",
            "CLUSTERING_GROUP", "COCLUSTERING_MAX_ITEMS"]

@@ -30,9 +30,9 @@ from ..diagnostics.convergence import (
 )
 from ..diagnostics.partition_cost import mirkin_cost_matrix
 from ..diagnostics.wasserstein import hedged, squared_euclidean
-from .compat import add_groups, made_group
-from .distributions import invariant_names
-from .results import (  # noqa: F401  (is_canonical, SOURCES: used by tests and callers from here)
+from ..pymc.compat import add_groups, made_group
+from ..pymc.distributions import invariant_names
+from .reader import (  # noqa: F401  (is_canonical, SOURCES: used by tests and callers from here)
     SOURCES,
     _auto_partition,
     _labels,

@@ -36,13 +36,13 @@ from pytensor.tensor.random.type import RandomType
 from .._checks import boolean, integer, real
 from ..families.kernels import BETA_BERNOULLI
 from ..families.predictive import replicate
-from ..predictive import join_log_probabilities, log_predictive_density
+from ..families.mixture import join_log_probabilities, log_predictive_density
 from ..summaries import labels_vector
 from ..summaries.draws import _weights, canonical_rows, scaled_weights
-from .compat import add_groups, ancestors, group_names, new_result, not_a_result_hint, posterior_dataset
-from .distributions import check_data, constant_value, is_partition, likelihood_names
+from ..pymc.compat import add_groups, ancestors, group_names, new_result, not_a_result_hint, posterior_dataset
+from ..pymc.distributions import check_data, constant_value, is_partition, likelihood_names
 from .summaries import CLUSTERING_GROUP, _is_result, _partition_draws, point_estimate
-from .terms import ObservedData, PartitionTerms
+from ..pymc.terms import ObservedData, PartitionTerms
 
 __all__ = ["predictive_density", "join_probabilities", "cluster_parameters", "sample_posterior_predictive"]
 

@@ -21,8 +21,8 @@ import numpy as np
 import pymc as pm
 import xarray as xr
 
-from .compat import posterior_dataset
-from .distributions import is_partition
+from ..pymc.compat import posterior_dataset
+from ..pymc.distributions import is_partition
 
 #: How the partition variables were decided (recorded as the group attr ``partition_source``).
 SOURCES = ("partitions argument", "model argument", "recorded in the result", "model in context", "canonical labels")

@@ -18,10 +18,10 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from .compat import (add_groups, concat_summaries, group_names, is_datatree, is_inferencedata, new_result,
+from ..pymc.compat import (add_groups, concat_summaries, group_names, is_datatree, is_inferencedata, new_result,
                      not_a_result_hint, posterior_dataset, readable_summary)
-from .distributions import INVARIANTS, invariant_names, is_partition
-from .results import PARTITIONS_ATTR, _labels, _names, _partition_names, _posterior, _variable_draws
+from ..pymc.distributions import INVARIANTS, invariant_names, is_partition
+from .reader import PARTITIONS_ATTR, _labels, _names, _partition_names, _posterior, _variable_draws
 
 __all__ = ["label_invariant", "summary", "plot_trace", "for_convergence_checks", "LOG_JOINT"]
 

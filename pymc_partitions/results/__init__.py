@@ -1,0 +1,1 @@
+"""The results side: what a user does with a ``pm.sample`` result (see docs/architecture.md)."""
