@@ -17,6 +17,7 @@ import xarray as xr
 import pymc_partitions as pmp
 from pymc_partitions.diagnostics.convergence import W2ConvergenceWarning, w2_traces
 from pymc_partitions.pymc import compat
+from pymc_partitions.results import files
 from pymc_partitions.results.diagnostics import is_canonical
 from pymc_partitions.results.reader import PARTITIONS_ATTR
 from test_w2_convergence import sampled_dpmm
@@ -489,13 +490,13 @@ def test_save_is_atomic(small, tmp_path, monkeypatch):
         pmp.save(unencodable(small), tmp_path / "new.nc")
     assert os.listdir(tmp_path) == ["result.nc"]
     # interrupted after the whole file was written, before it was renamed into place
-    real_write = compat._write
+    real_write = files._write
 
     def write_then_interrupt(result, target, compress):
         real_write(result, target, compress)
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(compat, "_write", write_then_interrupt)
+    monkeypatch.setattr(files, "_write", write_then_interrupt)
     with pytest.raises(KeyboardInterrupt):
         pmp.save(with_w2(small), path)
     monkeypatch.undo()
@@ -648,14 +649,14 @@ def _save_then_wait(result, path, ready, handler):
             raise SystemExit(7)
 
         signal.signal(signal.SIGTERM, stop)
-    real = compat._write
+    real = files._write
 
     def write_and_wait(res, target, compress):
         real(res, target, compress)
         ready.set()
         time.sleep(60)
 
-    compat._write = write_and_wait
+    files._write = write_and_wait
     pmp.save(result, path)
 
 

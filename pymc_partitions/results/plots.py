@@ -7,7 +7,7 @@ import numpy as np
 
 from .._checks import boolean
 from ..summaries import CredibleBall, PointEstimate, labels_vector
-from ..pymc.compat import group_names, not_a_result_hint, posterior_dataset
+from .reader import group_names, not_a_result_hint, posterior_dataset
 from .summaries import CLUSTERING_GROUP, _is_result, _read, coclustering, point_estimate
 
 __all__ = ["plot_coclustering", "plot_n_clusters", "plot_clustering", "plot_credible_ball"]

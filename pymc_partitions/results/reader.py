@@ -1,6 +1,13 @@
-"""Reading draws out of ``pm.sample`` results, shared by the diagnostics and the summaries.
+"""The one reader of results: every module of the results side reads a result through here.
 
-Which variables are partitions: those named by the caller; else the ``pmp.Partition`` variables
+It gives the groups of a result on both lines (PyMC 5's ``InferenceData``, PyMC 6's ``DataTree``:
+:func:`group_names`, :func:`posterior_dataset`, :func:`made_group`; :func:`add_groups` and
+:func:`new_result` to write one; the containers themselves are a PyMC 5/6 difference, kept in
+:mod:`pymc_partitions.pymc.compat` because the model side builds results too), the draws of a
+variable as an array, and which variables are partitions, with their labels as int64 arrays. The label-invariant view is
+:mod:`pymc_partitions.results.invariants`, built on these.
+
+The partition variables are those named by the caller; else the ``pmp.Partition`` variables
 of ``model=``; else those the result itself records (:data:`PARTITIONS_ATTR`, written when PyMC
 converts the trace of a model with a ``pmp.Partition``: it survives ``az.to_netcdf`` /
 ``az.from_netcdf`` and ``pmp.save`` / ``pmp.load``); else those of the model in context; else, from
@@ -21,34 +28,20 @@ import numpy as np
 import pymc as pm
 import xarray as xr
 
-from ..pymc.compat import posterior_dataset
+from ..pymc.compat import RESULT_IS_DATATREE, add_groups, group_names, is_datatree, is_inferencedata, made_group
+from ..pymc.compat import new_result, not_a_result_hint, posterior_dataset
+from ..pymc.compat import _check_result as check_result
 from ..pymc.distributions import is_partition
+from ..pymc.guards import PARTITIONS_ATTR
+
+__all__ = ["RESULT_IS_DATATREE", "is_datatree", "is_inferencedata", "not_a_result_hint", "check_result", "group_names",
+           "posterior_dataset", "made_group", "add_groups", "new_result", "PARTITIONS_ATTR", "SOURCES", "REMEDY",
+           "recorded_partitions", "is_canonical"]
 
 #: How the partition variables were decided (recorded as the group attr ``partition_source``).
 SOURCES = ("partitions argument", "model argument", "recorded in the result", "model in context", "canonical labels")
 REMEDY = ("Pass model= (its pmp.Partition variables are the partitions), or partitions=[...] naming them "
           "(partitions=[] for none).")
-
-
-#: Attribute of the ``posterior`` (and ``warmup_posterior``, ``prior``) group naming the model's
-#: partition variables in it, as a JSON list (a string, which every netCDF writer stores as it is),
-#: e.g. ``'["z"]'``; ``'[]'`` where the labels were taken out (:func:`~.invariants.label_invariant`).
-#: Written by :func:`record_partitions` at sampling time, read by :func:`recorded_partitions` only.
-PARTITIONS_ATTR = "pmp_partitions"
-
-
-def record_partitions(ds: xr.Dataset, model) -> xr.Dataset:
-    """``ds`` (a group PyMC converted from the trace of ``model``) with :data:`PARTITIONS_ATTR`
-    naming its ``pmp.Partition`` variables, so that a result says by itself which of its variables
-    are partitions (saved, reloaded, without the model); ``ds`` as it is when it holds none."""
-    if not isinstance(ds, xr.Dataset) or model is None:
-        return ds
-    parts = [rv.name for rv in getattr(model, "free_RVs", ()) if is_partition(rv) and rv.name in ds.data_vars]
-    if not parts:
-        return ds
-    ds = ds.copy(deep=False)
-    ds.attrs[PARTITIONS_ATTR] = json.dumps(parts)
-    return ds
 
 
 def recorded_partitions(posterior: xr.Dataset, owner: str = "pymc_partitions") -> list[str] | None:

@@ -6,7 +6,7 @@ Every function takes either a result (``arviz.InferenceData`` or ``xarray.DataTr
 of label draws, shape ``(draws, n)`` or ``(chains, draws, n)``, in any labelling. For a result,
 the partition is ``var_name`` if given; else the ``pmp.Partition`` variable of ``model=`` (or of
 the model in context); else the one integer variable whose draws are canonical label vectors
-(the rule of :mod:`pymc_partitions.pymc.results`). Several candidates, or none, raise an error
+(the rule of :mod:`pymc_partitions.results.reader`). Several candidates, or none, raise an error
 naming them.
 """
 
@@ -37,8 +37,8 @@ from ..summaries import (
 )
 from ..summaries.coclustering import check_items, check_matrix_size, check_pairs
 from ..summaries.estimate import DEFAULT_SEARCH_BYTES
-from ..pymc.compat import add_groups, group_names, is_datatree, is_inferencedata, not_a_result_hint
-from .reader import _labels, _partition_names, _posterior, _variable_draws
+from .reader import (_labels, _partition_names, _posterior, _variable_draws, add_groups, group_names, is_datatree,
+                     is_inferencedata, not_a_result_hint)
 
 __all__ = ["coclustering", "point_estimate", "credible_ball", "partition_traces", "summarize_clustering",
            "CLUSTERING_GROUP", "COCLUSTERING_MAX_ITEMS"]
@@ -380,7 +380,7 @@ def summarize_clustering(result, *, var_name=None, model=None, loss: str = "vi",
     }
     if draws.n_items <= coclustering_max_items:
         data["coclustering"] = (("item", "item_other"), coclustering_matrix(draws, dtype=np.float32))
-    from .. import __version__  # noqa: PLC0415
+    from .._version import __version__  # noqa: PLC0415
 
     settings_attr = {"runs": settings.runs, "max_clusters": settings.max_clusters,
                      "max_zealous_attempts": settings.max_zealous_attempts,
