@@ -41,9 +41,9 @@ from ..summaries import labels_vector
 from ..summaries.draws import _weights, canonical_rows, scaled_weights
 from ..pymc.compat import ancestors
 from ..pymc.distributions import check_data, constant_value, is_partition, likelihood_names
-from .summaries import CLUSTERING_GROUP, _is_result, _partition_draws, point_estimate
 from ..pymc.terms import ObservedData, PartitionTerms
-from .reader import add_groups, group_names, new_result, not_a_result_hint, posterior_dataset
+from .reader import add_groups, group_names, is_result, new_result, not_a_result_hint, partition_draws, posterior_dataset
+from .summaries import CLUSTERING_GROUP, point_estimate
 
 __all__ = ["predictive_density", "join_probabilities", "cluster_parameters", "sample_posterior_predictive"]
 
@@ -205,12 +205,12 @@ def _select(shape, draws, owner):
 
 def _read_result(result, model, var_name, owner, draws=None):
     """(fitted, posterior, labels (S, n) canonical of the kept draws, flat indices, kept draw positions, source)."""
-    if not _is_result(result):
+    if not is_result(result):
         raise TypeError(f"{owner}: expected the result of pm.sample (arviz.InferenceData or xarray.DataTree), "
                         f"got {type(result).__name__}{not_a_result_hint(result)}")
     model = _model(model, owner)
     fitted = _Fitted(model, var_name, result, owner)
-    values, source = _partition_draws(result, fitted.name, model, owner)
+    values, source = partition_draws(result, fitted.name, model, owner)
     if values.shape[2] != fitted.n:
         raise ValueError(f"{owner}: the posterior's {fitted.name!r} has {values.shape[2]} items but the model's "
                          f"partition has n={fitted.n}")
@@ -434,7 +434,7 @@ def join_probabilities(result_or_labels, x, model=None, *, labels=None, var_name
     ([[0.861, 0.004, 0.135], [0.0, 0.0, 1.0]], [0, 1, -1])
     """
     owner = "join_probabilities"
-    if _is_result(result_or_labels):
+    if is_result(result_or_labels):
         model = _model(model, owner)
         fitted, draw_labels, index, _, source = _read_result(result_or_labels, model, var_name, owner, draws)
         clustering, how = _clustering(result_or_labels, labels, fitted, model, var_name, owner)
