@@ -192,7 +192,7 @@ def main(argv=None):
 def refit_value(model, idata, refitted, i):
     """The refit estimate of item i's elpd from the posterior ``refitted`` of the other items: what
     ``pmp.loo(refit=...)`` puts in for a flagged item (the same function)."""
-    from pymc_partitions.pymc.loo import _refitted_log_predictive  # noqa: PLC0415
+    from pymc_partitions.results.loo import _refitted_log_predictive  # noqa: PLC0415
 
     return _refitted_log_predictive(refitted, idata, model, model["z"], model["y"], int(i), "bench_loo")
 

@@ -12,7 +12,8 @@ and step methods for ``pm.sample``
 :class:`SplitMerge` (Jain-Neal) and the population step :class:`ARM` (adaptive reconfiguration
 moves across chains) to interleave with Gibbs; :class:`EscobarWest` and
 :class:`PriorSlice` for prior parameters). Unbiased estimates from coupled chains: :func:`sample_unbiased`,
-:func:`summarize_unbiased`, with functions of the partition in :mod:`pymc_partitions.h`.
+:func:`summarize_unbiased`, with functions of the partition in :mod:`pymc_partitions.h` (that is,
+:mod:`pymc_partitions.coupling.functions`).
 Centered W2 diagnostics: :func:`w2_convergence` (warns with :class:`W2ConvergenceWarning` when the
 chains have not reached stationarity), :func:`plot_w2_convergence`, :func:`w2_bias`.
 Results: :func:`posterior_dataset` (any group as an ``xarray.Dataset``, from PyMC 5's InferenceData
@@ -30,26 +31,32 @@ Partition summaries (:mod:`pymc_partitions.summaries` for the algorithms): :func
 from . import _numba_cache  # noqa: F401  (first: numba cache stamps before any njit module is imported)
 from . import datasets, partition
 from .priors import CRP, FiniteDirichlet, PitmanYor
-from .pymc.compat import add_groups, load, posterior_dataset, save
+from .pymc.compat import add_groups, posterior_dataset
+from .results.files import load, save
 from .pymc.distributions import BetaBernoulli, BetaBernoulliNetwork, NormalInverseWishart, NormalNormal, Partition
 from .pymc.distributions import DirichletCategorical, GammaPoisson
-from .pymc.loo import loo, pointwise_log_likelihood
-from . import h
+from .results.loo import loo, pointwise_log_likelihood
+from .coupling import functions as h  # pmp.h: the functions of a partition for sample_unbiased
+import sys as _sys
+
+_sys.modules[f"{__name__}.h"] = h  # so that `from pymc_partitions.h import n_clusters` works too
 from .coupling.unbiased import suggest_k_m
 from .pymc.steps import PGSM, SAMS, CollapsedGibbs, EscobarWest, GibbsSplitMerge, PriorSlice, SplitMerge
 from .pymc.steps import register as _register
+from .pymc.guards import install as _install_guards
 from .pymc.numba_draws import register as _register_numba_draws
 from .pymc.arm_step import ARM
 from .diagnostics.convergence import W2ConvergenceWarning
-from .pymc.diagnostics import plot_w2_convergence, w2_bias, w2_convergence
+from .results.diagnostics import plot_w2_convergence, w2_bias, w2_convergence
 from .pymc.unbiased import sample_unbiased, summarize_unbiased
-from .pymc.summaries import coclustering, credible_ball, partition_traces, point_estimate, summarize_clustering
-from .pymc.predictive import cluster_parameters, join_probabilities, predictive_density, sample_posterior_predictive
-from .pymc.invariants import label_invariant, plot_trace, summary
-from .pymc.plots import plot_clustering, plot_coclustering, plot_credible_ball, plot_n_clusters, plot_predictive_density
+from .results.summaries import coclustering, credible_ball, partition_traces, point_estimate, summarize_clustering
+from .results.predictive import cluster_parameters, join_probabilities, predictive_density, sample_posterior_predictive
+from .results.invariants import label_invariant, plot_trace, summary
+from .results.invariants import for_convergence_checks as _for_convergence_checks
+from .results.plots import plot_clustering, plot_coclustering, plot_credible_ball, plot_n_clusters, plot_predictive_density
 from . import summaries
 
-__version__ = "0.1.0"
+from ._version import __version__
 
 __all__ = [
     "CRP",
@@ -107,4 +114,5 @@ __all__ = [
 ]
 
 _register()
+_install_guards(convergence_view=_for_convergence_checks, pointwise_log_likelihood=pointwise_log_likelihood)
 _register_numba_draws()

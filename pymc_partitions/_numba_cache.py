@@ -26,16 +26,17 @@ import os
 from numba.core import caching
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
-_ADAPTER_DIR = os.path.join(_PACKAGE_DIR, "pymc") + os.sep
+#: The PyMC layer (model side, results side): its modules without numba are left out of the digest.
+_ADAPTER_DIRS = tuple(os.path.join(_PACKAGE_DIR, d) + os.sep for d in ("pymc", "results"))
 _digest = None
 
 
 def source_digest():
     """Digest of every package module an njit function can reach.
 
-    That is every ``.py`` file except the PyMC adapter's modules that do not use numba: the layers
-    below the adapter never import it (see DESIGN.md), so editing a PyMC step or plot does not
-    throw away the compiled kernels.
+    That is every ``.py`` file except the PyMC layer's modules (``pymc/``, ``results/``) that do not
+    use numba: the layers below never import it (see docs/architecture.md), so editing a PyMC step
+    or plot does not throw away the compiled kernels.
     """
     global _digest
     if _digest is None:
@@ -51,7 +52,7 @@ def source_digest():
                         text = f.read()
                 except OSError:  # unreadable: numba cannot compile from it either; stamp its absence
                     text = b"numba: unreadable"
-                if path.startswith(_ADAPTER_DIR) and b"numba" not in text:
+                if path.startswith(_ADAPTER_DIRS) and b"numba" not in text:
                     continue
                 h.update(os.path.relpath(path, _PACKAGE_DIR).encode() + b"\0")
                 h.update(hashlib.blake2b(text, digest_size=16).digest())

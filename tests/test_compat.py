@@ -5,7 +5,9 @@ import pymc as pm
 import pytest
 import xarray as xr
 
-from pymc_partitions.pymc import compat
+import pymc_partitions as pmp
+from pymc_partitions.pymc import compat, guards
+from pymc_partitions.results import files
 
 
 @pytest.fixture(scope="module")
@@ -97,9 +99,9 @@ def test_arguments_are_checked(result):
     with pytest.raises(TypeError, match="add_groups: overwrite must be True or False"):
         compat.add_groups(result, {"partition_summary": _extra()}, overwrite="yes")
     with pytest.raises(TypeError, match="pmp.save: compress must be True or False"):
-        compat.save(result, "never-written.nc", compress=1)
+        files.save(result, "never-written.nc", compress=1)
     with pytest.raises(TypeError, match="pmp.save: path must be a str or os.PathLike"):
-        compat.save(result, None)
+        files.save(result, None)
 
 
 def test_save_load_round_trip(result, tmp_path):
@@ -107,8 +109,8 @@ def test_save_load_round_trip(result, tmp_path):
     post_attrs = dict(compat.posterior_dataset(out).attrs)
     for compress in (True, False):
         path = tmp_path / f"res_{compress}.nc"
-        assert compat.save(out, path, compress=compress) == str(path)
-        back = compat.load(path)
+        assert files.save(out, path, compress=compress) == str(path)
+        back = files.load(path)
         assert type(back) is type(result)
         assert compat.group_names(back) == compat.group_names(out)
         got = compat.posterior_dataset(back, "partition_summary")
@@ -121,15 +123,15 @@ def test_save_load_round_trip(result, tmp_path):
         assert set(back_post_attrs) == set(post_attrs)
         assert back_post_attrs["inference_library"] == "pymc"
     # file closed after load: it can be overwritten
-    compat.save(back, tmp_path / "res_True.nc")
-    assert "partition_summary" in compat.group_names(compat.load(tmp_path / "res_True.nc"))
+    files.save(back, tmp_path / "res_True.nc")
+    assert "partition_summary" in compat.group_names(files.load(tmp_path / "res_True.nc"))
 
 
 def test_root_attrs_survive(result, tmp_path):
     out = compat.add_groups(result, {"partition_summary": _extra()})
     out.attrs["pymc_partitions_version"] = "0.1.0"
     assert "pymc_partitions_version" not in result.attrs
-    back = compat.load(compat.save(out, tmp_path / "r.nc"))
+    back = files.load(files.save(out, tmp_path / "r.nc"))
     assert back.attrs["pymc_partitions_version"] == "0.1.0"
 
 
@@ -173,7 +175,7 @@ def test_the_entry_point_guards_are_in_place_and_fail_safe(monkeypatch):
     import pymc.tuning.starting as starting  # noqa: PLC0415
     from pymc.smc.kernels import SMC_KERNEL  # noqa: PLC0415
 
-    assert compat.guard_step_assignment() and compat.guard_smc() and compat.guard_find_map()  # idempotent
+    assert guards.guard_step_assignment() and guards.guard_smc() and guards.guard_find_map()  # idempotent
     assign = mcmc.assign_step_methods
     assert assign._pmp_guard and not getattr(assign.__wrapped__, "_pmp_guard", False)
     assert list(inspect.signature(assign.__wrapped__).parameters)[:2] == ["model", "step"]
@@ -189,4 +191,36 @@ def test_the_entry_point_guards_are_in_place_and_fail_safe(monkeypatch):
         raise AssertionError("not to be called")
 
     monkeypatch.setattr(mcmc, "assign_step_methods", renamed)
-    assert compat.guard_step_assignment() is False and mcmc.assign_step_methods is renamed
+    assert guards.guard_step_assignment() is False and mcmc.assign_step_methods is renamed
+
+
+def test_guarded_pymc_functions_keep_their_signatures():
+    """The wrappers of guards.py whose own tests would not name the PyMC change: the starting-value
+    check (a PyMC without ``make_initial_point_expression`` would install nothing, silently, and a
+    value 0.5 would become label 0 again), the convergence checks and the log density behind
+    ``pm.compute_log_likelihood``. Fails if PyMC renames them, changes their parameters or stops
+    looking them up at call time."""
+    import inspect  # noqa: PLC0415
+
+    import pymc.initial_point as initial_point  # noqa: PLC0415
+    import pymc.sampling.mcmc as mcmc  # noqa: PLC0415
+    import pymc.stats.log_density as log_density  # noqa: PLC0415
+
+    make = initial_point.make_initial_point_expression
+    assert make._pmp_guard and not getattr(make.__wrapped__, "_pmp_guard", False)
+    assert "initval_strategies" in inspect.signature(make.__wrapped__).parameters
+    assert "make_initial_point_expression" in initial_point.make_initial_point_fn.__code__.co_names
+    checks = mcmc.run_convergence_checks
+    assert checks._pmp_guard and list(inspect.signature(checks.__wrapped__).parameters)[:2] == ["idata", "model"]
+    callers = [inspect.unwrap(mcmc.sample), getattr(mcmc, "_sample_return", None)]  # where pm.sample calls it
+    assert any("run_convergence_checks" in f.__code__.co_names for f in callers if f is not None)
+    density = log_density.compute_log_density
+    assert density._pmp_loo and density.__wrapped__.__module__ == "pymc.stats.log_density"
+    assert {"idata", "var_names", "extend_inferencedata", "model", "kind", "sample_dims"} <= set(
+        inspect.signature(density.__wrapped__).parameters)
+    assert "compute_log_density" in inspect.unwrap(pm.compute_log_likelihood).__code__.co_names
+    with pm.Model():
+        z = pmp.Partition("z", pmp.CRP(1.0), n=4)
+        with pytest.raises(TypeError, match="labels must be integers") as refused:
+            pm.sample(draws=1, tune=0, chains=1, initvals={"z": [0.0, 0.5, 1.0, 0.0]}, progressbar=False)
+    assert z.name == "z" and any(entry.name == "make_initial_point_expression" for entry in refused.traceback)

@@ -17,8 +17,9 @@ import xarray as xr
 import pymc_partitions as pmp
 from pymc_partitions.diagnostics.convergence import W2ConvergenceWarning, w2_traces
 from pymc_partitions.pymc import compat
-from pymc_partitions.pymc.diagnostics import is_canonical
-from pymc_partitions.pymc.results import PARTITIONS_ATTR
+from pymc_partitions.results import files
+from pymc_partitions.results.diagnostics import is_canonical
+from pymc_partitions.results.reader import PARTITIONS_ATTR
 from test_w2_convergence import sampled_dpmm
 
 
@@ -489,13 +490,13 @@ def test_save_is_atomic(small, tmp_path, monkeypatch):
         pmp.save(unencodable(small), tmp_path / "new.nc")
     assert os.listdir(tmp_path) == ["result.nc"]
     # interrupted after the whole file was written, before it was renamed into place
-    real_write = compat._write
+    real_write = files._write
 
     def write_then_interrupt(result, target, compress):
         real_write(result, target, compress)
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(compat, "_write", write_then_interrupt)
+    monkeypatch.setattr(files, "_write", write_then_interrupt)
     with pytest.raises(KeyboardInterrupt):
         pmp.save(with_w2(small), path)
     monkeypatch.undo()
@@ -595,7 +596,7 @@ def test_stale_temporaries_of_the_target_are_removed_by_the_next_save(small, tmp
     """A save killed outright (SIGKILL) used to leave its temporary for good. The next save of the
     same target removes those whose writer is gone (same machine) or that are a day old; a live
     writer's, another machine's recent one and those of other files stay."""
-    from pymc_partitions.pymc import files as _files  # noqa: PLC0415
+    from pymc_partitions.results import files as _files  # noqa: PLC0415
 
     host = _files._host()
     dead = temporary(tmp_path, "r.nc", (host, dead_pid()))
@@ -648,14 +649,14 @@ def _save_then_wait(result, path, ready, handler):
             raise SystemExit(7)
 
         signal.signal(signal.SIGTERM, stop)
-    real = compat._write
+    real = files._write
 
     def write_and_wait(res, target, compress):
         real(res, target, compress)
         ready.set()
         time.sleep(60)
 
-    compat._write = write_and_wait
+    files._write = write_and_wait
     pmp.save(result, path)
 
 
@@ -741,7 +742,7 @@ def test_damaged_files_are_refused_naming_the_path(small, tmp_path, compress):
     line's prefix: the line is then ignored) gives back exactly what was saved. It used to raise
     h5py's KeyError without the path for damaged metadata, and with compress=False to load a
     damaged data byte as another value."""
-    from pymc_partitions.pymc import files  # noqa: PLC0415
+    from pymc_partitions.results import files  # noqa: PLC0415
 
     good_path = pmp.save(small, tmp_path / "good.nc", compress=compress)
     good = Path(good_path).read_bytes()
@@ -767,7 +768,7 @@ def test_damaged_files_are_refused_naming_the_path(small, tmp_path, compress):
 def test_damaged_data_are_refused_without_the_checksum_line(small, tmp_path, compress):
     """A file with no checksum line (pmp.save's, rewritten by another program through HDF5, which
     drops it): a damaged byte inside any variable's data fails its HDF5 Fletcher-32 checksum."""
-    from pymc_partitions.pymc import files  # noqa: PLC0415
+    from pymc_partitions.results import files  # noqa: PLC0415
 
     good_path = pmp.save(small, tmp_path / "good.nc", compress=compress)
     good = Path(good_path).read_bytes()

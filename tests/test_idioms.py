@@ -13,8 +13,8 @@ import xarray as xr
 from pymc.sampling.mcmc import assign_step_methods
 
 import pymc_partitions as pmp
-from pymc_partitions.pymc import compat
-from pymc_partitions.pymc.invariants import cluster_counts, for_convergence_checks
+from pymc_partitions.pymc import compat, guards
+from pymc_partitions.results.invariants import cluster_counts, for_convergence_checks
 
 Y = np.r_[np.random.default_rng(0).normal(size=6) - 4.0, np.random.default_rng(1).normal(size=6) + 4.0]
 
@@ -335,12 +335,12 @@ def test_variable_order_in_every_group_pymc_builds():
 def test_order_variables_hostile():
     model = crp_model()
     ds = xr.Dataset({"z": ("item", np.zeros(3, int)), "q": 1.0})
-    assert compat.order_variables(ds, None) is ds
-    assert list(compat.order_variables(ds, model).data_vars) == ["q", "z"]
+    assert guards.order_variables(ds, None) is ds
+    assert list(guards.order_variables(ds, model).data_vars) == ["q", "z"]
     no_parts = xr.Dataset({"q": 1.0, "alpha": 2.0})
-    assert compat.order_variables(no_parts, model) is no_parts
-    assert compat.order_variables("not a dataset", model) == "not a dataset"
-    assert compat.guard_variable_order() is True  # idempotent: wrapped once
+    assert guards.order_variables(no_parts, model) is no_parts
+    assert guards.order_variables("not a dataset", model) == "not a dataset"
+    assert guards.guard_variable_order() is True  # idempotent: wrapped once
     import pymc.backends.arviz as backend  # noqa: PLC0415
 
     converter = getattr(backend, "DataTreeConverter", None) or backend.InferenceDataConverter

@@ -264,7 +264,7 @@ def _single_value_tails(log_ratios, reff):
     """Items whose PSIS tail (as the installed ArviZ picks it), and the draw below it, are one value."""
     import arviz as az  # noqa: PLC0415
 
-    from pymc_partitions.pymc.loo import _tail_length  # noqa: PLC0415
+    from pymc_partitions.results.loo import _tail_length  # noqa: PLC0415
 
     tail = _tail_length(log_ratios.shape[1], reff, int(az.__version__.split(".")[0]))
     top = np.sort(log_ratios, axis=1)[:, -tail - 1:]

@@ -111,15 +111,16 @@ def test_digest_tracks_kernel_sources_not_pymc_adapter_edits(tmp_path, monkeypat
 
     def digest():
         monkeypatch.setattr(_numba_cache, "_PACKAGE_DIR", str(root))
-        monkeypatch.setattr(_numba_cache, "_ADAPTER_DIR", str(root / "pymc") + os.sep)
+        monkeypatch.setattr(_numba_cache, "_ADAPTER_DIRS", tuple(str(root / d) + os.sep for d in ("pymc", "results")))
         monkeypatch.setattr(_numba_cache, "_digest", None)
         return _numba_cache.source_digest()
 
     base = digest()
     assert base == digest()
-    (root / "pymc" / "plots.py").write_text((root / "pymc" / "plots.py").read_text() + "\n# edit\n")
+    for rel in ("results/plots.py", "pymc/terms.py"):
+        (root / rel).write_text((root / rel).read_text() + "\n# edit\n")
     assert digest() == base  # a PyMC-layer edit keeps the compiled kernels
-    for rel in ("families/kernels.py", "_checks.py", "pymc/loo.py"):
+    for rel in ("families/kernels.py", "_checks.py", "results/loo.py"):
         path = root / rel
         path.write_text(path.read_text() + "\n# edit\n")
         assert digest() != base, rel

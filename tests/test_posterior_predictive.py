@@ -1,4 +1,4 @@
-"""Replicated data: pm.sample_posterior_predictive (through compat.guard_forward_sampling) and
+"""Replicated data: pm.sample_posterior_predictive (through guards.guard_forward_sampling) and
 pmp.sample_posterior_predictive draw from the exact posterior predictive at n = 7 (a distributional
 test on iid draws from the exact posterior, which the former prior-drawn replicates fail), the
 prior predictive is unchanged, the replicates are drawn given the data at sampling time (whatever
@@ -12,7 +12,7 @@ from scipy import stats
 
 import pymc_partitions as pmp
 from models import COV, COV0, data
-from pymc_partitions.pymc import compat
+from pymc_partitions.pymc import compat, guards
 from pymc_partitions.pymc.compat import PYMC_MAJOR, posterior_dataset
 from pymc_partitions.pymc.terms import PartitionTerms
 from test_predictive import Exact, draws_result
@@ -281,7 +281,7 @@ def test_the_guard_is_fail_safe(monkeypatch):
         raise AssertionError("not to be called")
 
     monkeypatch.setattr(forward, "compile_forward_sampling_function", other)
-    assert compat.guard_forward_sampling() is False
+    assert guards.guard_forward_sampling() is False
     assert forward.compile_forward_sampling_function is other and not compat.forward_sampling_guarded()
     model = _model("diag")
     with model, pytest.raises(NotImplementedError, match="pmp.sample_posterior_predictive"):
@@ -290,7 +290,7 @@ def test_the_guard_is_fail_safe(monkeypatch):
 
 def test_the_guard_is_idempotent():
     wrapped = forward.compile_forward_sampling_function
-    assert compat.guard_forward_sampling() is True
+    assert guards.guard_forward_sampling() is True
     assert forward.compile_forward_sampling_function is wrapped and wrapped._pmp_guard
 
 

@@ -14,7 +14,7 @@ import pytest
 
 import pymc_partitions as pmp
 from pymc_partitions.pymc import compat
-from pymc_partitions.pymc.results import PARTITIONS_ATTR, recorded_partitions
+from pymc_partitions.results.reader import PARTITIONS_ATTR, recorded_partitions
 
 matplotlib.use("Agg")
 

@@ -11,7 +11,8 @@ import pytest
 import pymc_partitions as pmp
 from enumeration import exact_posterior
 from models import data
-from pymc_partitions.pymc.compat import RESULT_IS_DATATREE, group_names, is_datatree, load, save
+from pymc_partitions.pymc.compat import RESULT_IS_DATATREE, group_names, is_datatree
+from pymc_partitions.results.files import load, save
 from pymc_partitions.samplers.gibbs import log_joint
 from pymc_partitions.pymc.terms import PartitionTerms
 

@@ -13,7 +13,8 @@ from models import PRIORS, pack
 from pymc_partitions.diagnostics.convergence import suggest_window, w2_traces
 from pymc_partitions.diagnostics.partition_cost import mirkin_cost_matrix
 from pymc_partitions.partition import enumerate_partitions
-from pymc_partitions.pymc.compat import group_names, is_datatree, load, save
+from pymc_partitions.pymc.compat import group_names, is_datatree
+from pymc_partitions.results.files import load, save
 from pymc_partitions.samplers.gibbs import GibbsKernel, log_joint
 
 

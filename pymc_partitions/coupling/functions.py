@@ -14,7 +14,7 @@ from .._checks import integer
 from ..families.kernels import DIAG_NORMAL, FamilyPack
 from ..families.predictive import DiagNormal
 from ..partition import canonicalize
-from ..predictive import log_predictive_density
+from ..families.mixture import log_predictive_density
 
 __all__ = ["n_clusters", "largest_proportion", "LargestProportions", "CoClustering", "PredictiveDensity"]
 

@@ -64,7 +64,7 @@ class PartitionRV(RandomVariable):
 
     def check_initval(self, rv, strategy):
         """Refuse a starting value PyMC would otherwise cast silently (``0.5`` -> ``0``) or that lies
-        outside the prior's support; called by :func:`~.compat.guard_initvals` before PyMC does."""
+        outside the prior's support; called by :func:`~.guards.guard_initvals` before PyMC does."""
         if strategy is None or isinstance(strategy, (str, Variable)):
             return
         labels = check_labels(rv.name, strategy, partition_size(rv))
@@ -391,7 +391,7 @@ class CollapsedLikelihoodRV(RandomVariable):
         conditional posterior given the labels *and the observed data* -- ``data`` (a variable), by
         default ``rv.tag.observations``, which PyMC sets on every observed variable -- with the
         hyperparameters ``hyper`` (variables; by default the likelihood's own). See
-        :func:`.compat.guard_forward_sampling`, which passes the values at sampling time."""
+        :func:`.guards.guard_forward_sampling`, which passes the values at sampling time."""
         observations = getattr(rv.tag, "observations", None)
         if observations is None:
             raise ValueError(f"{rv.name!r}: the collapsed likelihood has no observed data, so replicated data "

@@ -23,9 +23,7 @@ from ..samplers.jain_neal import JainNealKernel
 from ..samplers.pgsm import PGSMKernel
 from ..samplers.sams import SAMSKernel
 from ..samplers.tuning import sweeps_for
-from .compat import (STEP_METHODS, BlockedStep, ChainSetupMixin, Competence, ancestors, guard_convergence_checks,
-                     guard_find_map, guard_forward_sampling, guard_initvals, guard_smc, guard_step_assignment,
-                     guard_variable_order)
+from .compat import STEP_METHODS, BlockedStep, ChainSetupMixin, Competence, ancestors
 from .distributions import constant_value, is_partition, prior_parameter_model
 from .terms import PartitionTerms, _resolve_rv
 
@@ -817,7 +815,7 @@ def _partitions(model):
 def refuse_partition(model, entry: str) -> None:
     """``NotImplementedError`` if ``model`` has a partition: ``entry`` (a PyMC sampler such as
     ``pm.sample_smc``) moves every variable with continuous proposals, which leave the labels where
-    they start. Nothing for models without one. Called by :func:`~.compat.guard_smc`."""
+    they start. Nothing for models without one. Called by :func:`~.guards.guard_smc`."""
     names = [rv.name for rv in _partitions(model)]
     if names:
         raise NotImplementedError(
@@ -832,7 +830,7 @@ def check_find_map(model, start, vars, start_name="start") -> None:
     labels (its result is then the mode of the other variables given them), and always when
     ``vars`` names a partition. Nothing for models without one. ``start_name`` is the installed
     PyMC's name of that argument (``start``, ``initvals``). Called by
-    :func:`~.compat.guard_find_map`."""
+    :func:`~.guards.guard_find_map`."""
     parts = _partitions(model)
     if not parts:
         return
@@ -874,7 +872,7 @@ def check_partition_steps(model, step) -> None:
     be sampled in proportion to their numbers of labellings), and one partition in two steps of the
     same class (their statistics would be stacked along an extra dimension like two partitions'; one
     step with more ``sweeps`` / ``moves`` does the same). Nothing for models without a partition.
-    Called by :func:`~.compat.guard_step_assignment`."""
+    Called by :func:`~.guards.guard_step_assignment`."""
     parts = {model.rvs_to_values[rv]: rv.name for rv in _partitions(model)}
     if not parts:
         return
@@ -900,22 +898,11 @@ def check_partition_steps(model, step) -> None:
 
 
 def register():
-    """Let ``pm.sample`` assign :class:`CollapsedGibbs` to Partition variables, :class:`EscobarWest`
-    and :class:`PriorSlice` to their prior parameters automatically, check Partition starting
-    values before PyMC casts them (:func:`~.compat.guard_initvals`), make
-    ``pm.sample_posterior_predictive`` draw collapsed likelihoods given the observed data
-    (:func:`~.compat.guard_forward_sampling`) and judge partitions on label-invariant quantities
-    in ``pm.sample``'s convergence checks (:func:`~.compat.guard_convergence_checks`), with
-    those quantities before the labels in the result (:func:`~.compat.guard_variable_order`), and
-    refuse PyMC samplers that cannot sample a partition (:func:`~.compat.guard_step_assignment`,
-    :func:`~.compat.guard_smc`, :func:`~.compat.guard_find_map`)."""
+    """Let ``pm.sample`` assign :class:`GibbsSplitMerge` / :class:`CollapsedGibbs` to Partition
+    variables, :class:`EscobarWest` and :class:`PriorSlice` to their prior parameters automatically.
+    The wrappers of PyMC internals that check starting values, draw collapsed likelihoods given the
+    observed data, judge convergence on label-invariant quantities and refuse PyMC samplers that
+    cannot sample a partition are installed next, by :func:`pymc_partitions.pymc.guards.install`."""
     for cls in (GibbsSplitMerge, CollapsedGibbs, EscobarWest, PriorSlice):
         if cls not in STEP_METHODS:
             STEP_METHODS.append(cls)
-    guard_initvals()
-    guard_forward_sampling()
-    guard_convergence_checks()
-    guard_variable_order()
-    guard_step_assignment()
-    guard_smc()
-    guard_find_map()

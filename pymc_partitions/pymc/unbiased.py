@@ -416,7 +416,7 @@ def _k_m_from_pilot(pilot):
 
 
 def _result(report, stacked, settings, record_distance):
-    from .. import __version__  # noqa: PLC0415
+    from .._version import __version__  # noqa: PLC0415
 
     ids = sorted(set(report.results) | set(report.failed))
     width = sum(int(np.prod(s)) for s in stacked.shapes.values())

@@ -25,6 +25,8 @@ from ..families.kernels import (FamilyPack, check_pack, has_network, pack_init, 
 from ..partition import as_labels, canonicalize_dense_into, index_array
 from ..priors import (FINITE_DIRICHLET, PITMAN_YOR, UNIFORM_LABELS, log_eppf_sizes, log_join_weight, log_new_weight,
                       valid_parameters)
+from .network import _network_gibbs_sweeps, network_offsets
+from .slots import _build, _grow, _join_weights, _remove
 
 __all__ = ["gibbs_sweeps", "log_joint", "GibbsKernel", "check_model"]
 
@@ -61,64 +63,6 @@ def check_model(pack, prior_code, prior_params, owner: str, *, network: bool = F
     if not ok:
         raise ValueError(f"{owner}: invalid prior parameters [alpha, discount, k] = {params.tolist()} ({what})")
     return code, params
-
-
-@numba.njit(cache=True, error_model="numpy")
-def _build(labels, codes, dims, data_off, stat_off, hyper_off, hyper, data, width, scratch):
-    """Slot table from labels: returns (slot of each item, sizes, stats, slot order, n_active)."""
-    n = labels.shape[0]
-    canon = np.empty(n, np.int64)
-    k = canonicalize_dense_into(labels, n, canon)  # labels in [0, n): checked by the callers
-    cap = min(n + 1, max(2 * k + 8, 16))
-    sizes = np.zeros(cap, np.int64)
-    stats = np.empty((cap, width))
-    for s in range(k):
-        pack_init(codes, dims, stat_off, hyper_off, hyper, stats, s)
-    for i in range(n):
-        s = canon[i]
-        sizes[s] += 1
-        pack_update(codes, dims, data_off, stat_off, hyper_off, hyper, stats, s, data, i, 1.0, scratch)
-    active = np.arange(cap)
-    return canon, sizes, stats, active, k
-
-
-@numba.njit(cache=True, error_model="numpy")
-def _grow(sizes, stats, active):
-    """Double the slot table (the new slots are free)."""
-    cap = sizes.shape[0]
-    new_cap = 2 * cap
-    sizes2 = np.zeros(new_cap, np.int64)
-    stats2 = np.empty((new_cap, stats.shape[1]))
-    active2 = np.arange(new_cap)
-    for s in range(cap):  # loops, not slice assignments: those compile numba's shape-mismatch error
-        sizes2[s] = sizes[s]  # message (string formatting: seconds on a cold cache)
-        active2[s] = active[s]
-        for c in range(stats.shape[1]):
-            stats2[s, c] = stats[s, c]
-    return sizes2, stats2, active2
-
-
-@numba.njit(cache=True, error_model="numpy", inline="always")
-def _remove(i, slot_of, sizes, stats, active, n_active, join_w, prior_code, prior_params,
-            codes, dims, data_off, stat_off, hyper_off, hyper, data, scratch):
-    """Take item ``i`` out of its block; returns the new number of active slots. Inlined where it
-    is called (the single-chain, network and coupled sweeps share it at no call cost).
-
-    ``active[:n_active]`` lists the occupied slots in order of creation (what label-based
-    couplings match on); an emptied slot moves to the front of the free part."""
-    s = slot_of[i]
-    sizes[s] -= 1
-    if sizes[s] > 0:
-        pack_update(codes, dims, data_off, stat_off, hyper_off, hyper, stats, s, data, i, -1.0, scratch)
-        join_w[s] = log_join_weight(prior_code, prior_params, sizes[s])
-        return n_active
-    j = 0
-    while active[j] != s:
-        j += 1
-    for jj in range(j, n_active - 1):
-        active[jj] = active[jj + 1]
-    active[n_active - 1] = s
-    return n_active - 1
 
 
 @numba.njit(cache=True, error_model="numpy")
@@ -223,15 +167,6 @@ def _sweep(slot_of, sizes, stats, active, n_active, order, uniforms, prior_code,
 
 
 @numba.njit(cache=True, error_model="numpy")
-def _join_weights(sizes, active, n_active, prior_code, prior_params):
-    """The prior's log join weight of every occupied slot (0 for free slots)."""
-    join_w = np.zeros(sizes.shape[0])
-    for j in range(n_active):
-        join_w[active[j]] = log_join_weight(prior_code, prior_params, sizes[active[j]])
-    return join_w
-
-
-@numba.njit(cache=True, error_model="numpy")
 def _log_joint(sizes, stats, active, n_active, prior_code, prior_params, codes, dims, stat_off, hyper_off, hyper):
     occupied = np.empty(n_active, np.int64)
     out = 0.0
@@ -283,8 +218,6 @@ def gibbs_sweeps(labels, pack: FamilyPack, prior_code: int, prior_params, orders
         raise ValueError(f"gibbs_sweeps: orders must be (sweeps, visits), got shape {orders.shape}")
     uniforms = check_uniforms(np.atleast_2d(np.asarray(uniforms, dtype=np.float64)), orders.shape, "gibbs_sweeps")
     if has_network(pack):  # block-pair terms: the sweep of samplers/network.py
-        from .network import _network_gibbs_sweeps, network_offsets  # noqa: PLC0415 (imports this module)
-
         return _network_gibbs_sweeps(
             labels, orders, uniforms, code, params, pack.codes, pack.dims, pack.data_off, pack.stat_off,
             pack.hyper_off, pack.hyper, pack.data, pack.width, network_offsets(pack),

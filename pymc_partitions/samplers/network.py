@@ -35,7 +35,7 @@ from ..families.network import (edge_gain, edge_gain_factor, net_add_node, net_c
                                 net_log_likelihood, net_node_counts, size_gain)
 from ..partition import canonicalize_into
 from ..priors import log_eppf_sizes, log_join_weight, log_new_weight
-from .gibbs import _build, _grow, _join_weights, _remove
+from .slots import _build, _grow, _join_weights, _remove
 
 __all__ = ["network_offsets", "net_take_out", "net_log_weights", "net_cache_build", "net_cached_weights",
            "net_cache_commit", "net_put_in", "net_sweep"]

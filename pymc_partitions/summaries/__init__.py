@@ -2,7 +2,7 @@
 probabilities, losses between partitions, SALSO point estimates, credible balls and per-draw
 label-invariant quantities. The result-facing functions (``pmp.coclustering``,
 ``pmp.point_estimate``, ``pmp.credible_ball``, ``pmp.partition_traces``,
-``pmp.summarize_clustering``) are in :mod:`pymc_partitions.pymc.summaries`.
+``pmp.summarize_clustering``) are in :mod:`pymc_partitions.results.summaries`.
 """
 
 from .coclustering import DEFAULT_MAX_BYTES, coclustering_matrix, coclustering_pairs

@@ -30,17 +30,15 @@ With several likelihoods on one partition (several observations of each item), t
 likelihood f is log p(y_i^f | z_{-i}, phi, y_{-i}, y_i^g for g != f): item i's other observations
 are conditioned on (they inform its cluster), and the identity holds for each f.
 
-:func:`install` wraps ``pymc.stats.log_density.compute_log_density`` so that
-``pm.compute_log_likelihood`` and ``pm.sample(..., idata_kwargs={"log_likelihood": True})`` fill the
-``log_likelihood`` group with these values for every collapsed likelihood (dims ``chain``, ``draw``
+:func:`~pymc_partitions.pymc.guards.guard_log_density` wraps
+``pymc.stats.log_density.compute_log_density`` so that ``pm.compute_log_likelihood`` and
+``pm.sample(..., idata_kwargs={"log_likelihood": True})`` fill the ``log_likelihood`` group with these values for every collapsed likelihood (dims ``chain``, ``draw``
 and the likelihood's first observed dimension), and with PyMC's own elementwise values for any
 other observed variable.
 """
 
 from __future__ import annotations
 
-import contextlib
-import inspect
 import math
 import warnings
 
@@ -52,8 +50,9 @@ from .. import _checks
 from ..families.kernels import FamilyPack, family_log_preds, pack_init, pack_update
 from ..priors import log_join_weight, log_new_weight
 from ..samplers.gibbs import _build
-from .compat import group_names, is_datatree, new_result, outside_model_contexts, posterior_dataset
-from .distributions import CollapsedLikelihoodRV, is_partition, partition_size
+from ..pymc.compat import outside_model_contexts
+from ..pymc.distributions import CollapsedLikelihoodRV, partition_size
+from .reader import group_names, is_datatree, is_inferencedata, new_result, posterior_dataset
 
 __all__ = ["pointwise_log_likelihood", "loo", "install"]
 
@@ -303,7 +302,7 @@ def loo(result, var_name: str | None = None, *, reff: float | None = None, point
     whose data and hyperparameters the predictive density is computed from; ``var_name`` must
     be one of its collapsed likelihoods.
     """
-    from .compat import _arviz  # noqa: PLC0415
+    from ..pymc.compat import _arviz  # noqa: PLC0415
 
     az = _arviz()
     if refit is not None:
@@ -428,8 +427,6 @@ def _refitted_log_predictive(fit, result, model, part, rv, i, owner) -> float:
     """log mean_s p(y_i^f | z_{-i}^s, phi^s, y_{-i}, y_i^{g != f}) over the draws of ``fit``, the
     posterior given every item but i (f: the likelihood ``rv``; with several likelihoods on the
     partition, the ratio of the averages of p(y_i | ...) and of p(y_i^{g != f} | ...))."""
-    from .compat import is_datatree, is_inferencedata  # noqa: PLC0415
-
     if not (is_datatree(fit) or is_inferencedata(fit)):
         raise TypeError(f"{owner}: refit must return the result of pm.sample (InferenceData or DataTree), got "
                         f"{type(fit).__name__}")
@@ -553,91 +550,3 @@ def _loo_arviz0(az, result, ll, flat, discrete, khat, var_name, reff, pointwise)
     if not pointwise:
         out = out.drop(["loo_i", "pareto_k"])
     return out
-
-
-@contextlib.contextmanager
-def _default_partition_initvals(model):
-    """PyMC cannot clone a model with starting values (``fgraph_from_model``); a Partition's value
-    only matters for sampling, so it is set aside while PyMC computes the other variables."""
-    saved = {rv: v for rv, v in model.rvs_to_initial_values.items() if is_partition(rv) and v is not None}
-    for rv in saved:
-        model.rvs_to_initial_values[rv] = None
-    try:
-        yield
-    finally:
-        model.rvs_to_initial_values.update(saved)
-
-
-def _wrapper(original):
-    signature = inspect.signature(original)
-
-    def compute_log_density(*args, **kwargs):
-        import pymc as pm  # noqa: PLC0415
-
-        bound = signature.bind(*args, **kwargs)
-        bound.apply_defaults()
-        arg = bound.arguments
-        model = pm.modelcontext(arg.get("model"))
-        collapsed = [rv.name for rv in model.observed_RVs if isinstance(rv.owner.op, CollapsedLikelihoodRV)]
-        has_partition = any(is_partition(rv) for rv in model.free_RVs)
-        if not has_partition:
-            return original(*bound.args, **bound.kwargs)
-        if arg.get("kind", "likelihood") != "likelihood" or not collapsed:
-            with _default_partition_initvals(model):
-                return original(*bound.args, **bound.kwargs)
-        names = arg.get("var_names")
-        names = [rv.name for rv in model.observed_RVs] if names is None else list(names)
-        ours = [v for v in names if v in collapsed]
-        rest = [v for v in names if v not in collapsed]
-        if tuple(arg.get("sample_dims", ("chain", "draw"))) != ("chain", "draw"):
-            raise NotImplementedError("collapsed likelihoods: the pointwise log-likelihood needs sample_dims "
-                                      "('chain', 'draw')")
-        idata = arg["idata"]
-        extend = arg.get("extend_inferencedata", True)
-        parts = []
-        if rest:
-            arg["var_names"] = rest
-            arg["extend_inferencedata"] = False
-            with _default_partition_initvals(model):
-                parts.append(original(*bound.args, **bound.kwargs))
-        if ours:
-            parts.append(pointwise_log_likelihood(idata, model, var_names=ours))
-        ds = xr.merge(parts, combine_attrs="drop_conflicts") if len(parts) > 1 else parts[0]
-        if not extend:
-            return ds
-        if is_datatree(idata):
-            idata["log_likelihood"] = ds
-        else:
-            idata.add_groups({"log_likelihood": ds})
-        return idata
-
-    compute_log_density._pmp_loo = True
-    compute_log_density.__wrapped__ = original
-    compute_log_density.__doc__ = original.__doc__
-    return compute_log_density
-
-
-def install() -> bool:
-    """Wrap ``pymc.stats.log_density.compute_log_density`` (which ``pm.compute_log_likelihood`` and
-    ``pm.sample``'s ``idata_kwargs={"log_likelihood": True}`` call) so that models with a
-    Partition work and collapsed likelihoods get :func:`pointwise_log_likelihood`. Idempotent;
-    returns whether the wrapper is in place (False if PyMC's function moved or changed its
-    parameters: then ``pm.compute_log_likelihood`` behaves as PyMC's own, and
-    :func:`pointwise_log_likelihood` remains available)."""
-    try:
-        import pymc.stats.log_density as log_density  # noqa: PLC0415
-    except ImportError:
-        return False
-    original = getattr(log_density, "compute_log_density", None)
-    if original is None:
-        return False
-    if getattr(original, "_pmp_loo", False):
-        return True
-    params = inspect.signature(original).parameters
-    if not {"idata", "var_names", "extend_inferencedata", "model", "kind", "sample_dims"} <= set(params):
-        return False
-    log_density.compute_log_density = _wrapper(original)
-    return True
-
-
-install()

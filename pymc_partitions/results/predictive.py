@@ -9,14 +9,14 @@
   probabilities) from their conditional posterior given each draw's partition and the data;
 * :func:`sample_posterior_predictive`: replicated data, each draw's cluster parameters drawn from
   that conditional posterior (what ``pm.sample_posterior_predictive`` also does once this package
-  is imported; see :func:`~.compat.guard_forward_sampling`).
+  is imported; see :func:`~pymc_partitions.pymc.guards.guard_forward_sampling`).
 
 Per draw the hyperparameters are the draw's values: the prior's alpha and discount and the
 likelihoods' parameters are evaluated from the posterior draws of the random variables they
 depend on (untransformed values, as the posterior stores them), with ``pm.Data`` at their values
 at sampling time (the result's ``constant_data`` group). The data are those the posterior was
 fitted to: the result's ``observed_data`` group (else the model's current data). The formulas are
-in :mod:`pymc_partitions.predictive` and :mod:`pymc_partitions.families.predictive`.
+in :mod:`pymc_partitions.families.mixture` and :mod:`pymc_partitions.families.predictive`.
 """
 
 from __future__ import annotations
@@ -36,13 +36,14 @@ from pytensor.tensor.random.type import RandomType
 from .._checks import boolean, integer, real
 from ..families.kernels import BETA_BERNOULLI
 from ..families.predictive import replicate
-from ..predictive import join_log_probabilities, log_predictive_density
+from ..families.mixture import join_log_probabilities, log_predictive_density
 from ..summaries import labels_vector
 from ..summaries.draws import _weights, canonical_rows, scaled_weights
-from .compat import add_groups, ancestors, group_names, new_result, not_a_result_hint, posterior_dataset
-from .distributions import check_data, constant_value, is_partition, likelihood_names
-from .summaries import CLUSTERING_GROUP, _is_result, _partition_draws, point_estimate
-from .terms import ObservedData, PartitionTerms
+from ..pymc.compat import ancestors
+from ..pymc.distributions import check_data, constant_value, is_partition, likelihood_names
+from ..pymc.terms import ObservedData, PartitionTerms
+from .reader import add_groups, group_names, is_result, new_result, not_a_result_hint, partition_draws, posterior_dataset
+from .summaries import CLUSTERING_GROUP, point_estimate
 
 __all__ = ["predictive_density", "join_probabilities", "cluster_parameters", "sample_posterior_predictive"]
 
@@ -52,7 +53,7 @@ NEW_CLUSTER = -1  # the cluster coordinate of "a new cluster"
 
 
 def _version():
-    from .. import __version__  # noqa: PLC0415
+    from .._version import __version__  # noqa: PLC0415
 
     return __version__
 
@@ -204,12 +205,12 @@ def _select(shape, draws, owner):
 
 def _read_result(result, model, var_name, owner, draws=None):
     """(fitted, posterior, labels (S, n) canonical of the kept draws, flat indices, kept draw positions, source)."""
-    if not _is_result(result):
+    if not is_result(result):
         raise TypeError(f"{owner}: expected the result of pm.sample (arviz.InferenceData or xarray.DataTree), "
                         f"got {type(result).__name__}{not_a_result_hint(result)}")
     model = _model(model, owner)
     fitted = _Fitted(model, var_name, result, owner)
-    values, source = _partition_draws(result, fitted.name, model, owner)
+    values, source = partition_draws(result, fitted.name, model, owner)
     if values.shape[2] != fitted.n:
         raise ValueError(f"{owner}: the posterior's {fitted.name!r} has {values.shape[2]} items but the model's "
                          f"partition has n={fitted.n}")
@@ -307,7 +308,7 @@ def predictive_density(result, x, model=None, *, var_name=None, level: float = 0
     For each posterior draw of the partition (and of the hyperparameters), the density given the
     draw is the mixture over its clusters of the collapsed predictive densities, weighted by the
     prior's sequential weights (joining cluster b, or opening a new one: the new-cluster term
-    uses the prior predictive); see :mod:`pymc_partitions.predictive`. ``density`` is its mean
+    uses the prior predictive); see :mod:`pymc_partitions.families.mixture`. ``density`` is its mean
     over the draws (Rao-Blackwellised: cluster parameters integrated out exactly), ``lower`` and
     ``upper`` its pointwise equal-tailed ``level`` quantiles over the draws.
 
@@ -433,7 +434,7 @@ def join_probabilities(result_or_labels, x, model=None, *, labels=None, var_name
     ([[0.861, 0.004, 0.135], [0.0, 0.0, 1.0]], [0, 1, -1])
     """
     owner = "join_probabilities"
-    if _is_result(result_or_labels):
+    if is_result(result_or_labels):
         model = _model(model, owner)
         fitted, draw_labels, index, _, source = _read_result(result_or_labels, model, var_name, owner, draws)
         clustering, how = _clustering(result_or_labels, labels, fitted, model, var_name, owner)

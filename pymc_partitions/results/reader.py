@@ -1,6 +1,16 @@
-"""Reading draws out of ``pm.sample`` results, shared by the diagnostics and the summaries.
+"""The one reader of results: every module of the results side reads a result through here.
 
-Which variables are partitions: those named by the caller; else the ``pmp.Partition`` variables
+It gives the groups of a result on both lines (PyMC 5's ``InferenceData``, PyMC 6's ``DataTree``:
+:func:`group_names`, :func:`posterior_dataset`, :func:`made_group`; :func:`add_groups` and
+:func:`new_result` to write one; the containers themselves are a PyMC 5/6 difference, kept in
+:mod:`pymc_partitions.pymc.compat` because the model side builds results too), the draws of a
+variable as an array, which variables are partitions, and the partition of a result as int64
+label arrays with where they came from (:func:`partition_draws`; :func:`read_label_draws` takes a
+result or an array of labels and returns validated
+:class:`~pymc_partitions.summaries.LabelDraws`, what the summaries, plots and predictive use). The label-invariant view is
+:mod:`pymc_partitions.results.invariants`, built on these.
+
+The partition variables are those named by the caller; else the ``pmp.Partition`` variables
 of ``model=``; else those the result itself records (:data:`PARTITIONS_ATTR`, written when PyMC
 converts the trace of a model with a ``pmp.Partition``: it survives ``az.to_netcdf`` /
 ``az.from_netcdf`` and ``pmp.save`` / ``pmp.load``); else those of the model in context; else, from
@@ -16,39 +26,27 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pymc as pm
 import xarray as xr
 
-from .compat import posterior_dataset
-from .distributions import is_partition
+from ..pymc.compat import RESULT_IS_DATATREE, add_groups, group_names, is_datatree, is_inferencedata, made_group
+from ..pymc.compat import new_result, not_a_result_hint, posterior_dataset
+from ..pymc.compat import _check_result as check_result
+from ..pymc.distributions import is_partition
+from ..pymc.guards import PARTITIONS_ATTR
+from ..summaries.draws import LabelDraws, label_draws
+
+__all__ = ["RESULT_IS_DATATREE", "is_datatree", "is_inferencedata", "not_a_result_hint", "check_result", "group_names",
+           "posterior_dataset", "made_group", "add_groups", "new_result", "PARTITIONS_ATTR", "SOURCES", "REMEDY",
+           "recorded_partitions", "is_canonical", "is_result", "DrawSource", "partition_draws", "read_label_draws"]
 
 #: How the partition variables were decided (recorded as the group attr ``partition_source``).
 SOURCES = ("partitions argument", "model argument", "recorded in the result", "model in context", "canonical labels")
 REMEDY = ("Pass model= (its pmp.Partition variables are the partitions), or partitions=[...] naming them "
           "(partitions=[] for none).")
-
-
-#: Attribute of the ``posterior`` (and ``warmup_posterior``, ``prior``) group naming the model's
-#: partition variables in it, as a JSON list (a string, which every netCDF writer stores as it is),
-#: e.g. ``'["z"]'``; ``'[]'`` where the labels were taken out (:func:`~.invariants.label_invariant`).
-#: Written by :func:`record_partitions` at sampling time, read by :func:`recorded_partitions` only.
-PARTITIONS_ATTR = "pmp_partitions"
-
-
-def record_partitions(ds: xr.Dataset, model) -> xr.Dataset:
-    """``ds`` (a group PyMC converted from the trace of ``model``) with :data:`PARTITIONS_ATTR`
-    naming its ``pmp.Partition`` variables, so that a result says by itself which of its variables
-    are partitions (saved, reloaded, without the model); ``ds`` as it is when it holds none."""
-    if not isinstance(ds, xr.Dataset) or model is None:
-        return ds
-    parts = [rv.name for rv in getattr(model, "free_RVs", ()) if is_partition(rv) and rv.name in ds.data_vars]
-    if not parts:
-        return ds
-    ds = ds.copy(deep=False)
-    ds.attrs[PARTITIONS_ATTR] = json.dumps(parts)
-    return ds
 
 
 def recorded_partitions(posterior: xr.Dataset, owner: str = "pymc_partitions") -> list[str] | None:
@@ -179,3 +177,69 @@ def _partition_names(values, names, partitions, model, owner, remedy=REMEDY, pos
         return [rv.name for rv in model.free_RVs if is_partition(rv) and rv.name in names], source
     parts = [v for v in names if v in values and _auto_partition(values[v], f"variable {v!r}", owner, remedy)]
     return parts, SOURCES[4]
+
+
+# --- the partition of a result, as label arrays (what the summaries, plots and predictive read) ---
+
+_VAR_NAME_REMEDY = "Pass var_name='...' naming the partition, or model= (its pmp.Partition variable is the partition)."
+
+
+@dataclass(frozen=True)
+class DrawSource:
+    """Where draws came from: the partition variable and how it was found, coordinates."""
+
+    var_name: str | None
+    how: str
+    items: np.ndarray
+    chains: np.ndarray
+    draws: np.ndarray
+
+
+def is_result(obj) -> bool:
+    return is_datatree(obj) or is_inferencedata(obj)
+
+
+def partition_draws(result, var_name, model, owner) -> tuple[np.ndarray, DrawSource]:
+    """(chain, draw, n) int64 labels of the result's partition variable, and their source."""
+    posterior = _posterior(result, owner)
+    names = list(posterior.data_vars)
+    if var_name is not None:
+        if not isinstance(var_name, str):
+            raise TypeError(f"{owner}: var_name must be a variable name (str), got {var_name!r}")
+        if var_name not in names:
+            raise ValueError(f"{owner}: var_name {var_name!r} is not in the posterior (it has {names})")
+    candidates = {v: _variable_draws(posterior, v, owner) for v in names
+                  if posterior[v].dtype.kind in "iub" and set(posterior[v].dims) >= {"chain", "draw"}
+                  and posterior[v].ndim == 3}
+    parts, how = _partition_names(candidates, names, None if var_name is None else [var_name], model, owner,
+                                  remedy=_VAR_NAME_REMEDY, posterior=posterior)
+    if len(parts) != 1:
+        found = f"several partition variables {parts}" if parts else "no partition variable"
+        raise ValueError(f"{owner}: found {found} in the posterior (variables {names}). {_VAR_NAME_REMEDY}")
+    name = parts[0]
+    how = "var_name argument" if var_name is not None else how
+    values = _labels(_variable_draws(posterior, name, owner, "labels must be integers"), name, owner)
+    da = posterior[name].transpose("chain", "draw", ...)
+    item_dim = da.dims[2]
+    items = np.asarray(da[item_dim].values) if item_dim in da.coords else np.arange(values.shape[2])
+    chains, draws = np.asarray(posterior["chain"].values), np.asarray(posterior["draw"].values)
+    return values, DrawSource(name, how, items, chains, draws)
+
+
+def _array_source(a: np.ndarray) -> DrawSource:
+    lead = a.shape[:-1] if a.ndim == 3 else (1, a.shape[0])
+    return DrawSource(None, "array", np.arange(a.shape[-1]), np.arange(lead[0]), np.arange(lead[1]))
+
+
+def read_label_draws(result_or_draws, var_name, model, weights, owner, merge=False) -> tuple[LabelDraws, DrawSource]:
+    """Validated draws (and their source) from a result or an array of labels."""
+    if is_result(result_or_draws):
+        values, source = partition_draws(result_or_draws, var_name, model, owner)
+        return label_draws(values, weights, merge=merge, owner=owner), source
+    if not_a_result_hint(result_or_draws):
+        raise TypeError(f"{owner}: expected a pm.sample result or an array of label draws, got "
+                        f"{type(result_or_draws).__name__}{not_a_result_hint(result_or_draws)}")
+    if var_name is not None or model is not None:
+        raise ValueError(f"{owner}: var_name and model apply to pm.sample results, not to arrays of draws")
+    draws = label_draws(result_or_draws, weights, merge=merge, owner=owner)
+    return draws, _array_source(np.asarray(result_or_draws))

@@ -6,14 +6,13 @@ Every function takes either a result (``arviz.InferenceData`` or ``xarray.DataTr
 of label draws, shape ``(draws, n)`` or ``(chains, draws, n)``, in any labelling. For a result,
 the partition is ``var_name`` if given; else the ``pmp.Partition`` variable of ``model=`` (or of
 the model in context); else the one integer variable whose draws are canonical label vectors
-(the rule of :mod:`pymc_partitions.pymc.results`). Several candidates, or none, raise an error
+(the rule of :mod:`pymc_partitions.results.reader`). Several candidates, or none, raise an error
 naming them.
 """
 
 from __future__ import annotations
 
 import datetime
-from dataclasses import dataclass
 
 import numpy as np
 import xarray as xr
@@ -24,7 +23,6 @@ from ..summaries import (
     DEFAULT_MAX_BYTES,
     LOSSES,
     CredibleBall,
-    LabelDraws,
     PointEstimate,
     check_settings,
     coclustering_matrix,
@@ -37,8 +35,7 @@ from ..summaries import (
 )
 from ..summaries.coclustering import check_items, check_matrix_size, check_pairs
 from ..summaries.estimate import DEFAULT_SEARCH_BYTES
-from .compat import add_groups, group_names, is_datatree, is_inferencedata, not_a_result_hint
-from .results import _labels, _partition_names, _posterior, _variable_draws
+from .reader import add_groups, group_names, is_result, not_a_result_hint, partition_draws, read_label_draws
 
 __all__ = ["coclustering", "point_estimate", "credible_ball", "partition_traces", "summarize_clustering",
            "CLUSTERING_GROUP", "COCLUSTERING_MAX_ITEMS"]
@@ -49,73 +46,11 @@ CLUSTERING_GROUP = "clustering"
 #: (4 MB at 1000 items); above it, ask :func:`coclustering` for it.
 COCLUSTERING_MAX_ITEMS = 1000
 
-_REMEDY = "Pass var_name='...' naming the partition, or model= (its pmp.Partition variable is the partition)."
 _LOSS_DEFINITIONS = {
     "vi": "variation of information in bits: (sum a log2 a + sum b log2 b - 2 sum c log2 c) / n",
     "binder": "Binder, equal costs: (sum a^2 + sum b^2 - 2 sum c^2) / n^2 (Mirkin distance / n^2)",
     "omari": "one minus the adjusted Rand index (ARI = 1 for equal trivial partitions)",
 }
-
-
-@dataclass(frozen=True)
-class _Source:
-    """Where draws came from: the partition variable and how it was found, coordinates."""
-
-    var_name: str | None
-    how: str
-    items: np.ndarray
-    chains: np.ndarray
-    draws: np.ndarray
-
-
-def _is_result(obj) -> bool:
-    return is_datatree(obj) or is_inferencedata(obj)
-
-
-def _partition_draws(result, var_name, model, owner) -> tuple[np.ndarray, _Source]:
-    """(chain, draw, n) int64 labels of the result's partition variable, and their source."""
-    posterior = _posterior(result, owner)
-    names = list(posterior.data_vars)
-    if var_name is not None:
-        if not isinstance(var_name, str):
-            raise TypeError(f"{owner}: var_name must be a variable name (str), got {var_name!r}")
-        if var_name not in names:
-            raise ValueError(f"{owner}: var_name {var_name!r} is not in the posterior (it has {names})")
-    candidates = {v: _variable_draws(posterior, v, owner) for v in names
-                  if posterior[v].dtype.kind in "iub" and set(posterior[v].dims) >= {"chain", "draw"}
-                  and posterior[v].ndim == 3}
-    parts, how = _partition_names(candidates, names, None if var_name is None else [var_name], model, owner,
-                                  remedy=_REMEDY, posterior=posterior)
-    if len(parts) != 1:
-        found = f"several partition variables {parts}" if parts else "no partition variable"
-        raise ValueError(f"{owner}: found {found} in the posterior (variables {names}). {_REMEDY}")
-    name = parts[0]
-    how = "var_name argument" if var_name is not None else how
-    values = _labels(_variable_draws(posterior, name, owner, "labels must be integers"), name, owner)
-    da = posterior[name].transpose("chain", "draw", ...)
-    item_dim = da.dims[2]
-    items = np.asarray(da[item_dim].values) if item_dim in da.coords else np.arange(values.shape[2])
-    chains, draws = np.asarray(posterior["chain"].values), np.asarray(posterior["draw"].values)
-    return values, _Source(name, how, items, chains, draws)
-
-
-def _array_source(a: np.ndarray) -> _Source:
-    lead = a.shape[:-1] if a.ndim == 3 else (1, a.shape[0])
-    return _Source(None, "array", np.arange(a.shape[-1]), np.arange(lead[0]), np.arange(lead[1]))
-
-
-def _read(result_or_draws, var_name, model, weights, owner, merge=False) -> tuple[LabelDraws, _Source]:
-    """Validated draws (and their source) from a result or an array of labels."""
-    if _is_result(result_or_draws):
-        values, source = _partition_draws(result_or_draws, var_name, model, owner)
-        return label_draws(values, weights, merge=merge, owner=owner), source
-    if not_a_result_hint(result_or_draws):
-        raise TypeError(f"{owner}: expected a pm.sample result or an array of label draws, got "
-                        f"{type(result_or_draws).__name__}{not_a_result_hint(result_or_draws)}")
-    if var_name is not None or model is not None:
-        raise ValueError(f"{owner}: var_name and model apply to pm.sample results, not to arrays of draws")
-    draws = label_draws(result_or_draws, weights, merge=merge, owner=owner)
-    return draws, _array_source(np.asarray(result_or_draws))
 
 
 def _dtype(dtype, owner) -> str:
@@ -175,7 +110,7 @@ def coclustering(result_or_draws, *, var_name=None, model=None, weights=None, it
     dtype = _dtype(dtype, owner)
     if items is not None and pairs is not None:
         raise ValueError(f"{owner}: pass items= or pairs=, not both")
-    draws, source = _read(result_or_draws, var_name, model, weights, owner)
+    draws, source = read_label_draws(result_or_draws, var_name, model, weights, owner)
     n = draws.n_items
     attrs = {"description": "posterior probability that two items are in the same cluster",
              "draws": draws.n_draws}
@@ -235,7 +170,7 @@ def point_estimate(result_or_draws, loss: str = "vi", *, method: str = "salso", 
     settings = check_settings(owner, max_clusters=max_clusters, runs=runs, max_zealous_attempts=max_zealous_attempts,
                               prob_sequential_allocation=prob_sequential_allocation, max_scans=max_scans,
                               seconds=seconds, threads=threads)
-    draws, _ = _read(result_or_draws, var_name, model, weights, owner, merge=True)
+    draws, _ = read_label_draws(result_or_draws, var_name, model, weights, owner, merge=True)
     return estimate_from_draws(draws, loss, method, settings, random_seed=random_seed, max_bytes=max_bytes,
                                owner=owner)
 
@@ -269,7 +204,7 @@ def credible_ball(result_or_draws, estimate, loss: str = "vi", level: float = 0.
     owner = "credible_ball"
     loss = choice("loss", loss, BALL_LOSSES, owner=owner)
     level = real("level", level, low=0.0, high=1.0, low_open=True, high_open=True, owner=owner)
-    draws, _ = _read(result_or_draws, var_name, model, weights, owner, merge=True)
+    draws, _ = read_label_draws(result_or_draws, var_name, model, weights, owner, merge=True)
     est = _estimate_labels(estimate, draws.n_items, owner)
     if est.size != draws.n_items:
         raise ValueError(f"{owner}: estimate has {est.size} labels but the draws have {draws.n_items} items")
@@ -294,7 +229,7 @@ def partition_traces(result_or_draws, reference=None, *, var_name=None, model=No
     ([[2, 3], [1, 2]], [1.0, 0.0])
     """
     owner = "partition_traces"
-    draws, source = _read(result_or_draws, var_name, model, None, owner)
+    draws, source = read_label_draws(result_or_draws, var_name, model, None, owner)
     ref = None if reference is None else _estimate_labels(reference, draws.n_items, owner)
     shape = (source.chains.size, source.draws.size)
     data = {k: (("chain", "draw"), v.reshape(shape)) for k, v in draw_summaries(draws, ref).items()}
@@ -338,7 +273,7 @@ def summarize_clustering(result, *, var_name=None, model=None, loss: str = "vi",
     array([0, 0, 0, 1, 1, 1])
     """
     owner = "summarize_clustering"
-    if not _is_result(result):
+    if not is_result(result):
         raise TypeError(f"{owner}: expected a pm.sample result (InferenceData or DataTree), got "
                         f"{type(result).__name__}" + (not_a_result_hint(result) or
                                                       "; for arrays of draws use point_estimate and credible_ball"))
@@ -354,7 +289,7 @@ def summarize_clustering(result, *, var_name=None, model=None, loss: str = "vi",
     settings = check_settings(owner, max_clusters=max_clusters, runs=runs, max_zealous_attempts=max_zealous_attempts,
                               prob_sequential_allocation=prob_sequential_allocation, max_scans=max_scans,
                               seconds=seconds, threads=threads)
-    values, source = _partition_draws(result, var_name, model, owner)
+    values, source = partition_draws(result, var_name, model, owner)
     draws = label_draws(values, merge=True, owner=owner)
     est = estimate_from_draws(draws, loss, method, settings, random_seed=random_seed, owner=owner)
     ball = credible_ball_from_draws(draws, est.labels, ball_loss, level)
@@ -380,7 +315,7 @@ def summarize_clustering(result, *, var_name=None, model=None, loss: str = "vi",
     }
     if draws.n_items <= coclustering_max_items:
         data["coclustering"] = (("item", "item_other"), coclustering_matrix(draws, dtype=np.float32))
-    from .. import __version__  # noqa: PLC0415
+    from .._version import __version__  # noqa: PLC0415
 
     settings_attr = {"runs": settings.runs, "max_clusters": settings.max_clusters,
                      "max_zealous_attempts": settings.max_zealous_attempts,

@@ -7,8 +7,8 @@ import numpy as np
 
 from .._checks import boolean
 from ..summaries import CredibleBall, PointEstimate, labels_vector
-from .compat import group_names, not_a_result_hint, posterior_dataset
-from .summaries import CLUSTERING_GROUP, _is_result, _read, coclustering, point_estimate
+from .reader import group_names, is_result, not_a_result_hint, posterior_dataset, read_label_draws
+from .summaries import CLUSTERING_GROUP, coclustering, point_estimate
 
 __all__ = ["plot_coclustering", "plot_n_clusters", "plot_clustering", "plot_credible_ball"]
 
@@ -32,7 +32,7 @@ def _axes(ax, figsize):
 
 
 def _group(result):
-    if _is_result(result) and CLUSTERING_GROUP in group_names(result):
+    if is_result(result) and CLUSTERING_GROUP in group_names(result):
         return posterior_dataset(result, CLUSTERING_GROUP)
     return None
 
@@ -129,7 +129,7 @@ def plot_n_clusters(result_or_draws, *, var_name=None, model=None, ax=None, figs
     [0.25, 0.5, 0.25]
     """
     owner = "plot_n_clusters"
-    draws, source = _read(result_or_draws, var_name, model, None, owner)
+    draws, source = read_label_draws(result_or_draws, var_name, model, None, owner)
     k = draws.n_clusters.reshape(source.chains.size, source.draws.size)
     values = np.arange(k.min(), k.max() + 1)
     ax = _axes(ax, figsize)
@@ -201,7 +201,7 @@ def _refuse_results(owner, **arguments):
     """A pm.sample result (or MultiTrace) where data or a clustering is expected: say which argument
     it is and what to pass instead (these plots show one clustering on the data)."""
     for name, value in arguments.items():
-        if _is_result(value) or not_a_result_hint(value):
+        if is_result(value) or not_a_result_hint(value):
             expected = {"data": "the data (an array of points)", "ball": "the result of pmp.credible_ball",
                         "estimate": "labels or a point estimate"}[name]
             raise TypeError(f"{owner}: {name} is a pm.sample result ({type(value).__name__}), not {expected}. The call "
@@ -333,7 +333,7 @@ def plot_predictive_density(result_or_density, *, model=None, var_name=None, x=N
         pts = pts[:, None] if pts.ndim == 1 else pts
         fitted_data = None
     else:
-        if not _is_result(result_or_density):
+        if not is_result(result_or_density):
             raise TypeError(f"{owner}: expected a pm.sample result or the Dataset of pmp.predictive_density, got "
                             f"{type(result_or_density).__name__}{not_a_result_hint(result_or_density)}")
         read = _read_result(result_or_density, model, var_name, owner, draws)

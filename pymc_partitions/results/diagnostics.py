@@ -6,7 +6,7 @@ estimators are in :mod:`pymc_partitions.diagnostics`.
 
 Which variables are partitions: those named by ``partitions=``; else the ``pmp.Partition``
 variables of ``model=`` (or of the model in context); else the draws-only rule of
-:mod:`pymc_partitions.pymc.results` (integer vectors whose every draw is a canonical label
+:mod:`pymc_partitions.results.reader` (integer vectors whose every draw is a canonical label
 vector with a label 2 or more somewhere; other integer vectors are refused: pass ``model=`` or
 ``partitions=``); integer scalars are numbers.
 """
@@ -30,9 +30,8 @@ from ..diagnostics.convergence import (
 )
 from ..diagnostics.partition_cost import mirkin_cost_matrix
 from ..diagnostics.wasserstein import hedged, squared_euclidean
-from .compat import add_groups, made_group
-from .distributions import invariant_names
-from .results import (  # noqa: F401  (is_canonical, SOURCES: used by tests and callers from here)
+from ..pymc.distributions import invariant_names
+from .reader import (  # noqa: F401  (is_canonical, SOURCES: used by tests and callers from here)
     SOURCES,
     _auto_partition,
     _labels,
@@ -40,7 +39,9 @@ from .results import (  # noqa: F401  (is_canonical, SOURCES: used by tests and 
     _partition_names,
     _posterior,
     _variable_draws,
+    add_groups,
     is_canonical,
+    made_group,
 )
 
 __all__ = ["w2_convergence", "plot_w2_convergence", "w2_bias"]
@@ -170,7 +171,7 @@ def w2_convergence(idata, var_names=None, method: str = "time_averaged", window=
         attrs[f"{name}_U_below_zero"] = [int(draw_index[i]) for i in check["below"]]
         if check["warn"]:
             warnings.warn(stationarity_message(check, name, out, ci), W2ConvergenceWarning, stacklevel=2)
-    from .. import __version__  # noqa: PLC0415
+    from .._version import __version__  # noqa: PLC0415
 
     attrs.update(method=method, thin=thin, ci=ci, chains=int(chains), reference_draw=int(draw_index[-1]),
                  continuous_vars=list(continuous), partition_vars=list(parts), partition_source=source,

@@ -9,7 +9,7 @@ sampler statistic ``log_joint`` of :class:`~pymc_partitions.CollapsedGibbs`).
   then every other variable but the labels: any ArviZ function works on it.
 * :func:`summary` and :func:`plot_trace` are ``az.summary`` / ``az.plot_trace`` on it.
 * :func:`for_convergence_checks` is what ``pm.sample``'s convergence checks see (installed by
-  :func:`~pymc_partitions.pymc.compat.guard_convergence_checks`): the labels replaced by their
+  :func:`~pymc_partitions.pymc.guards.guard_convergence_checks`): the labels replaced by their
   label-invariant quantities, constant ones left out.
 """
 
@@ -18,10 +18,9 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from .compat import (add_groups, concat_summaries, group_names, is_datatree, is_inferencedata, new_result,
-                     not_a_result_hint, posterior_dataset, readable_summary)
-from .distributions import INVARIANTS, invariant_names, is_partition
-from .results import PARTITIONS_ATTR, _labels, _names, _partition_names, _posterior, _variable_draws
+from ..pymc.distributions import INVARIANTS, invariant_names, is_partition
+from .reader import (PARTITIONS_ATTR, _labels, _names, _partition_names, _posterior, _variable_draws, add_groups,
+                     group_names, is_datatree, is_inferencedata, new_result, not_a_result_hint, posterior_dataset)
 
 __all__ = ["label_invariant", "summary", "plot_trace", "for_convergence_checks", "LOG_JOINT"]
 
@@ -107,7 +106,7 @@ def label_invariant(result, *, var_names=None, partitions=None, model=None):
     partitions : str or list of str, optional
         Which posterior variables are partitions. By default the ``pmp.Partition`` variables of
         ``model`` (or of the model in context); with no model, the integer vector variables whose
-        draws are canonical label vectors (see :mod:`pymc_partitions.pymc.results`).
+        draws are canonical label vectors (see :mod:`pymc_partitions.results.reader`).
     model : pymc.Model, optional
 
     Returns
@@ -171,7 +170,7 @@ def summary(result, *, var_names=None, partitions=None, model=None, **kwargs):
     R-hat NaN (undefined for a constant), without ArviZ's "invalid value encountered" warnings; the
     table's ``attrs["constant"]`` names those rows' variables. The other variables are summarised
     as ArviZ does, warnings included. On ArviZ 1.x the displayed interval bounds get the precision of the sd
-    (:func:`~.compat.readable_summary`), not two significant digits each (which showed the log
+    (:func:`readable_summary`), not two significant digits each (which showed the log
     joint's bounds as one number).
 
     Examples
@@ -250,6 +249,70 @@ def for_convergence_checks(idata, model):
     if not any(rv.name in new.data_vars for rv in model.free_RVs):  # PyMC checks free variables only
         return None
     return add_groups(idata, {"posterior": new}, overwrite=True)
+
+
+
+def concat_summaries(tables, order):
+    """One ``az.summary`` table from summaries of disjoint sets of variables (same keywords), rows
+    (or, for ArviZ 0.x's ``fmt="long"``, columns; for ``fmt="xarray"``, variables) in the order of
+    the variable names ``order``. ArviZ 1.x's display strings (``_fmt_map``, difference 14 in
+    :mod:`pymc_partitions.pymc.compat`) are merged, which ``pandas.concat`` alone would drop."""
+    import pandas as pd  # noqa: PLC0415
+
+    if len(tables) == 1:
+        return tables[0]
+    if all(isinstance(t, xr.Dataset) for t in tables):
+        return xr.merge(tables)[[v for v in order if any(v in t for t in tables)]]
+    rank = {name: i for i, name in enumerate(order)}
+    wide = any(c in tables[0].columns for c in ("mean", "median", "sd", "r_hat", "ess_bulk", "ess_tail",
+                                                 "mcse_mean"))
+    table = pd.concat(tables, axis=0 if wide else 1)
+    labels = list(table.index if wide else table.columns)
+    keys = sorted(range(len(labels)), key=lambda i: (rank.get(str(labels[i]).split("[", 1)[0], len(rank)), i))
+    table = table.iloc[keys] if wide else table.iloc[:, keys]
+    maps = [getattr(t, "_fmt_map", None) for t in tables]
+    if wide and all(isinstance(m, dict) for m in maps):
+        merged = {}
+        for m in maps:
+            for col, cells in m.items():
+                merged.setdefault(col, {}).update(cells)
+        table = type(tables[0])(table)
+        table._fmt_map = merged
+    return table
+
+
+def readable_summary(table, constant=()):
+    """``table`` (an ``az.summary``) with the displayed interval bounds at the precision of each
+    row's sd (two significant digits of it) and the rows ``constant`` showing their value
+    (difference 14 of :mod:`pymc_partitions.pymc.compat`). Only ArviZ 1.x's display strings change
+    (its ``_fmt_map``, when present); the numbers and any other table are left as they are."""
+    fmt = getattr(table, "_fmt_map", None)
+    if not isinstance(fmt, dict):
+        return table
+    columns = [str(c) for c in table.columns]
+    spread = next((c for c in ("sd", "mad") if c in columns), None)
+    bounds = [c for c in columns if c.endswith(("_lb", "_ub"))]
+    values = [c for c in ("mean", "median", *bounds) if c in columns]
+    spreads = [c for c in columns if c in ("sd", "mad") or c.startswith("mcse_")]
+    for row in table.index:
+        if row in constant:  # its value, and no spread (not the sum's rounding error, e.g. 3.6e-15)
+            for col in values:
+                value = float(table.loc[row, col])
+                fmt.setdefault(col, {})[row] = f"{value:.6g}" if np.isfinite(value) else str(value)
+            for col in spreads:
+                if np.isfinite(float(table.loc[row, col])):
+                    fmt.setdefault(col, {})[row] = "0"
+            continue
+        sd = float(table.loc[row, spread]) if spread else np.nan
+        if not (np.isfinite(sd) and sd > 0):
+            continue
+        decimals = max(0, 1 - int(np.floor(np.log10(sd))))
+        for col in bounds:
+            value = float(table.loc[row, col])
+            if np.isfinite(value):
+                text = f"{value:.{decimals}f}"
+                fmt.setdefault(col, {})[row] = text.rstrip("0").rstrip(".") if "." in text else text
+    return table
 
 
 assert INVARIANTS == ("n_clusters", "largest_share")  # the names above

@@ -20,8 +20,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import logsumexp
 
-from .families.predictive import Family
-from .priors import new_item_log_probabilities
+from .predictive import Family
+from ..priors import new_item_log_probabilities
 
 __all__ = ["mixture_log_terms", "log_predictive_density", "join_log_probabilities"]
 
