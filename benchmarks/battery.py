@@ -322,6 +322,27 @@ with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_a
 status = list(map(str, out["meeting"]["status"].values))
 ok = len(status) == 20; detail = {s[:60]: status.count(s) for s in set(status)}
 """, timeout=400.0),
+    Case("Dask: h that kills its worker twice, allowed-failures 0", """
+import dask, glob
+from dask.distributed import Client, LocalCluster
+y = two_groups(8)
+with pm.Model() as model:
+    z = pmp.Partition("z", pmp.CRP(1.0), n=8)
+    pmp.NormalNormal("y", partition=z, mu0=0, sigma0=5, sigma=1, observed=y)
+PARENT = os.getpid()
+def h(labels):  # the first two calls in workers kill their worker: within retries=2, so every pair meets
+    n = len(glob.glob(os.path.join(TMP, "killed-*")))
+    if os.getpid() != PARENT and n < 2:
+        open(os.path.join(TMP, f"killed-{n}"), "w").close()
+        os._exit(1)
+    return float(labels.max() + 1)
+with dask.config.set({"distributed.scheduler.allowed-failures": 0}), \
+        LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+        Client(cluster) as client:
+    out = pmp.sample_unbiased(model, h=h, n_pairs=20, k=1, m=5, executor=client, random_seed=1, progressbar=False)
+status = list(map(str, out["meeting"]["status"].values))
+ok = status == ["met"] * 20; detail = {s[:60]: status.count(s) for s in set(status)}
+""", timeout=400.0),
     Case("cores=1: SystemExit from h keeps the finished pairs", """
 y = two_groups(8)
 with pm.Model() as model:

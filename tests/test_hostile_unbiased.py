@@ -656,3 +656,78 @@ def test_ctrl_c_with_a_dask_cluster(reference, tmp_path):
     assert out["returned"] - sent < max(STOP_WITHIN, 0.25 * per_pair * (3000 - len(got)))
     assert out["interrupted"] == 1 and out["during"] == "main"
     assert 5 <= len(got) < 3000 and all(got[p] == reference[p] for p in got if p in reference)
+
+
+DASK_FAULTS = """
+import json, sys, time, warnings
+warnings.simplefilter("ignore")
+sys.path[:0] = [{root!r}, {tests!r}]
+
+if __name__ == "__main__":  # (Dask's worker processes are spawned: they import this file, not run it)
+    import dask, pymc as pm, pymc_partitions as pmp
+    from distributed import Client, LocalCluster
+    from test_hostile_unbiased import FIXED, N, Y, SlowK, Singletons, values
+    with pm.Model() as model:
+        z = pmp.Partition("z", pmp.CRP(1.0), n=N)
+        pmp.NormalNormal("y", partition=z, mu0=0.0, sigma0=2.0, sigma=1.0, observed=Y)
+    # allowed-failures 0: Dask gives up on a task at the first death of a worker that holds it
+    with dask.config.set({{"distributed.scheduler.allowed-failures": 0}}), \\
+            LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \\
+            Client(cluster) as client:
+        for name, kwargs in [("hang", dict(init=Singletons({{2}}), pair_timeout=1.0)),
+                             ("die", dict(init=Singletons({{4}}, "die"), retries=0)),
+                             ("die twice", dict(init=Singletons({{4}}, "die"), retries=1))]:
+            started = time.time()
+            result = pmp.sample_unbiased(model, h=SlowK(), n_pairs=12, executor=client, **FIXED, **kwargs)
+            print(json.dumps(dict(name=name, seconds=time.time() - started, values=values(result),
+                                  status=[str(s) for s in result["meeting"]["status"].values],
+                                  worker_failures=int(result["unbiased"].attrs["worker_failures"]))), flush=True)
+"""
+
+
+@pytest.fixture(scope="module")
+def dask_faults(tmp_path_factory):
+    """Runs of 12 pairs on one Dask LocalCluster (2 worker processes, allowed-failures 0), in a child
+    Python (a cluster leaves threads behind, and later tests fork): a pair stuck inside one
+    iteration with pair_timeout=1, and a pair that kills its worker, with retries 0 and 1."""
+    pytest.importorskip("distributed")
+    import json  # noqa: PLC0415
+    import subprocess  # noqa: PLC0415
+    import sys  # noqa: PLC0415
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    script = tmp_path_factory.mktemp("dask") / "dask_faults.py"
+    script.write_text(DASK_FAULTS.format(root=os.path.dirname(here), tests=here))
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=script.parent,
+                          timeout=CHILD_PYTHON_TIMEOUT)
+    runs = {r["name"]: r for r in map(json.loads, (line for line in done.stdout.splitlines() if line.startswith("{")))}
+    assert done.returncode == 0 and len(runs) == 3, done.stderr[-3000:]
+    return runs
+
+
+def others_as_undisturbed(model, run, bad):
+    """The pairs other than ``bad`` all met, with the values of an undisturbed in-process run."""
+    fine = values(pmp.sample_unbiased(model, h=SlowK(), n_pairs=12, cores=1, init=Singletons(), **FIXED))
+    got = {int(p): v for p, v in run["values"].items()}
+    assert sorted(got) == [p for p in range(12) if p not in bad] and all(got[p] == fine[p] for p in got)
+
+
+def test_a_hung_pair_on_dask_is_stopped_by_pair_timeout(model, dask_faults):
+    """It used to be never detected (the futures of the client's concurrent.futures view never
+    report running): the call waited forever. Now its worker is restarted and the pair fails."""
+    hang = dask_faults["hang"]
+    assert hang["status"][2] == "failed: timeout after 1 s (stuck inside one iteration: its Dask worker was restarted)"
+    others_as_undisturbed(model, hang, {2})
+
+
+@pytest.mark.parametrize("retries", [0, 1])
+def test_a_pair_that_kills_its_dask_worker_fails_after_its_retries(model, dask_faults, retries):
+    """Each KilledWorker is a worker death against retries, whatever allowed-failures is; the pairs
+    only queued on the worker that died are run again, not blamed (with retries=0 one of them used
+    to fail too), and the run returns (with retries=1 it could wait forever: the KilledWorker was
+    raised inside a callback of the client's concurrent.futures view)."""
+    run = dask_faults["die" if retries == 0 else "die twice"]
+    assert run["status"][4].startswith(f"failed: WorkerDied: its worker failed while running it, {retries + 1} times "
+                                       "(last: its Dask worker died while running it (KilledWorker")
+    assert run["worker_failures"] == retries + 1
+    others_as_undisturbed(model, run, {4})

@@ -19,9 +19,12 @@ Faults, measured in ``tests/test_hostile_unbiased.py`` and described in ``docs/u
   pair only.
 * A **worker process that dies** costs only the pair it was running: a fresh process takes its
   place and the pair is run again, up to ``retries`` times, then reported failed. Pairs queued
-  behind it are resubmitted and not blamed.
+  behind it are resubmitted and not blamed. On Dask (:class:`_Dask`) each task announces its
+  start, so a death is blamed on the pair that was running there, whatever Dask's
+  allowed-failures is.
 * ``pair_timeout``: a pair running longer is stopped (between iterations in every mode; a pair
-  stuck inside one iteration, e.g. in h, by ending its worker process) and reported failed.
+  stuck inside one iteration, e.g. in h, by ending its worker process, or restarting its Dask
+  worker) and reported failed.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ import itertools
 import multiprocessing
 import multiprocessing.connection
 import os
+import queue
 import signal
 import sys
 import threading
@@ -542,8 +546,9 @@ _JOBS: dict = {}  # per process: job digest -> deserialized job (tasks of foreig
 _STOPS: dict = {}  # run token -> _Stop, for runs whose tasks may execute in this very process (threads)
 
 
-def _task(job_bytes, digest, token, parent_pid, key, seed, pair_timeout):
-    """One pair on a foreign executor (a thread pool, Dask, ...): the job is loaded once per process."""
+def _task(job_bytes, digest, token, parent_pid, key, seed, pair_timeout, started=None):
+    """One pair on a foreign executor (a thread pool, Dask, ...): the job is loaded once per
+    process; ``started()``, if given, is called once it is loaded, as the pair itself starts."""
     here = os.getpid() == parent_pid
     stop = _STOPS.get(token) if here else None
     if here and stop is None:  # the run this task belongs to is over
@@ -555,13 +560,15 @@ def _task(job_bytes, digest, token, parent_pid, key, seed, pair_timeout):
         while len(_JOBS) >= 4:
             _JOBS.pop(next(iter(_JOBS)))
         _JOBS[digest] = job
+    if started is not None:
+        started()
     return _attempt(job, seed, pair_timeout, stop)
 
 
 class _Foreign:
-    """Any concurrent.futures executor (Dask through ``client.get_executor``): one future per pair,
-    at most ``per_lane`` per lane in flight. Tasks in this process (threads) see the run's stop
-    flag; tasks elsewhere cannot be stopped once running (Dask): their results are dropped."""
+    """Any concurrent.futures executor (a thread or process pool; Dask has :class:`_Dask`): one
+    future per pair, at most ``per_lane`` per lane in flight. Tasks in this process (threads) see
+    the run's stop flag; tasks elsewhere cannot be stopped once running: their results are dropped."""
 
     def __init__(self, executor, lanes, per_lane, job_bytes, pair_timeout, stop, report):
         self.executor, self.lanes, self.per_lane, self.report = executor, lanes, per_lane, report
@@ -641,6 +648,217 @@ class _Foreign:
         _JOBS.pop(self.digest, None)
 
 
+def _announce_start(topic, attempt):
+    """Tell the parent, through the Dask scheduler, that ``attempt`` starts on this worker. The
+    message is sent before the pair runs and waited for (a synchronous call to the scheduler, not
+    the worker's batched stream): it cannot be lost with a worker that the pair then kills."""
+    try:
+        from distributed import get_worker  # noqa: PLC0415
+        from distributed.utils import sync  # noqa: PLC0415
+
+        worker = get_worker()
+        sync(worker.loop, worker.scheduler.log_event, topic=topic,
+             msg={"attempt": attempt, "worker": worker.address}, callback_timeout=60)
+    except Exception:  # not on a Dask worker, or the scheduler is unreachable: the pair runs untimed
+        pass
+
+
+def _dask_task(job_bytes, digest, token, parent_pid, key, seed, pair_timeout, topic, attempt):
+    """One pair on a Dask worker: :func:`_task`, announcing its start once the job is loaded."""
+    return _task(job_bytes, digest, token, parent_pid, key, seed, pair_timeout,
+                 lambda: _announce_start(topic, attempt))
+
+
+def _is_dask_client(executor) -> bool:
+    return type(executor).__module__.split(".")[0] == "distributed" and hasattr(executor, "nthreads") \
+        and hasattr(executor, "submit")
+
+
+class _Dask:
+    """A ``dask.distributed.Client``, used through its own futures (one task per pair,
+    ``Client.submit(pure=False)``), not its concurrent.futures view: those futures never report a
+    task running, and a task lost with its worker while its result was being fetched left them
+    pending for good (the ``KilledWorker`` was raised inside Dask's callback).
+
+    * Each task announces its start once its worker has loaded the job (:func:`_announce_start`,
+      received through ``Client.subscribe_topic``); the pair's clock runs from then. A pair stuck
+      past ``pair_timeout`` inside one iteration (between iterations it stops itself) is cancelled
+      and its worker restarted by its nanny (``Client.restart_workers``), as the package ends its
+      own worker processes; a worker without a nanny cannot be restarted and the pair is given up
+      on (it may still run there).
+    * A worker death under a pair counts once per start of its task on a worker that died (Dask
+      itself reruns a task up to ``distributed.scheduler.allowed-failures`` times and then
+      raises ``KilledWorker``), whatever allowed-failures is set to. A task that had not started
+      on the worker that died (it was only queued there), or that died with a worker this run
+      restarted, is resubmitted and not blamed.
+    """
+
+    RESULT_WAIT = 10.0  # seconds to fetch a finished pair's result; past that it was lost with its worker: rerun
+    RESTART_WAIT = 120.0  # seconds the run waits at its end for a worker it restarts (about 6 s idle)
+    UNBLAMED = 10  # losses without a start a pair may have before they count as deaths (a safeguard)
+
+    def __init__(self, client, lanes, per_lane, job_bytes, pair_timeout, stop, report):
+        self.client, self.lanes, self.per_lane, self.report = client, lanes, per_lane, report
+        self.job_bytes, self.digest = job_bytes, hashlib.sha1(job_bytes).hexdigest()
+        self.token = f"{os.getpid()}-{next(_RUNS)}"
+        self.topic = f"pymc_partitions-pair-starts-{self.token}-{os.urandom(4).hex()}"
+        self.pair_timeout, self.stop = pair_timeout, stop
+        self.futures = {}  # future -> (lane, key, attempt)
+        self.finished = queue.SimpleQueue()  # futures whose task ended (Dask calls back in another thread)
+        self.lock = threading.Lock()
+        self.starts = {}  # attempt -> [(perf_counter when announced, worker address), ...]
+        self.restarted = set()  # addresses of workers this run restarted
+        self.restarts = []  # their threads (a restart takes seconds; the run goes on meanwhile)
+        self.unblamed = {}  # pair key -> losses without a start
+        self.attempts = itertools.count()
+        self.events = []
+        self.submitted = 0
+        _STOPS[self.token] = stop
+        client.subscribe_topic(self.topic, self._announced)
+
+    def _announced(self, event):
+        """A task's start (called in the client's event loop)."""
+        msg = event[1]
+        with self.lock:
+            self.starts.setdefault(msg["attempt"], []).append((time.perf_counter(), msg["worker"]))
+
+    def room(self, lane):
+        return self.per_lane - sum(1 for f in self.futures.values() if f[0] == lane)
+
+    def submit(self, lane, key, seed):
+        attempt = next(self.attempts)
+        try:
+            fut = self.client.submit(_dask_task, self.job_bytes, self.digest, self.token, os.getpid(), key, seed,
+                                     self.pair_timeout, self.topic, attempt, pure=False,
+                                     key=f"pymc_partitions-pair-{self.token}-{attempt}")
+        except Exception as err:
+            if not self.submitted:
+                raise RuntimeError(f"the Dask client refused the first pair: {type(err).__name__}: {err}") from err
+            self.events.append((lane, key, "failed", f"the Dask client refused it: {type(err).__name__}: {err}"))
+            return
+        self.submitted += 1
+        self.futures[fut] = (lane, key, attempt)
+        fut.add_done_callback(self.finished.put)
+
+    def busy(self):
+        return bool(self.events) or bool(self.futures)
+
+    def _forget(self, fut):
+        lane, key, attempt = self.futures.pop(fut)
+        with self.lock:
+            starts = self.starts.pop(attempt, [])
+        return lane, key, [w for _, w in starts]
+
+    def _deaths(self, workers):
+        """Of the workers a task started on, those that died under it (not restarted by this run)."""
+        return sum(1 for w in workers if w not in self.restarted)
+
+    def _unblamed(self, lane, key, why):
+        """A loss that is not the pair's doing: run it again (a pair lost this way again and again
+        without ever announcing a start is counted as killing its worker after all)."""
+        self.unblamed[key] = self.unblamed.get(key, 0) + 1
+        if self.unblamed[key] > self.UNBLAMED:
+            self.report.worker_failures += 1
+            return lane, key, "killed", (why, 1)
+        return lane, key, "requeue", None
+
+    def _outcome(self, fut):
+        """The event of a task that ended (``fut`` is forgotten)."""
+        lane, key, started_on = self._forget(fut)
+        status = fut.status
+        if status == "finished":
+            self.report.worker_failures += self._deaths(started_on[:-1])  # deaths under it that Dask recovered from
+            try:
+                kind, payload = fut.result(timeout=self.RESULT_WAIT)
+            except Exception:  # its result was lost with its worker (Dask recomputes it): run it again
+                fut.cancel()
+                return self._unblamed(lane, key, "its result was lost with its Dask worker")
+            return lane, key, kind, payload
+        if status == "error":
+            err = fut.exception()
+            if _is_interrupt(err):
+                raise KeyboardInterrupt from err
+            if type(err).__name__ != "KilledWorker":
+                self.report.worker_failures += 1
+                return lane, key, "lost", f"{type(err).__name__}: {err}"
+            last = getattr(getattr(err, "last_worker", None), "address", "?")
+            died = self._deaths(started_on)
+            if not died:  # only queued on the worker(s) that died, or on one this run restarted
+                return self._unblamed(lane, key, f"Dask's KilledWorker (last worker {last})")
+            self.report.worker_failures += died
+            return lane, key, "killed", (f"its Dask worker died while running it (KilledWorker, last worker {last})",
+                                         died)
+        return self._unblamed(lane, key, f"its Dask task ended with status {status!r}")  # cancelled or lost
+
+    def wait(self, timeout):
+        events, self.events = self.events, []
+        ended = []
+        try:
+            ended.append(self.finished.get(timeout=0 if events or not self.futures else timeout))
+            while True:
+                ended.append(self.finished.get_nowait())
+        except queue.Empty:
+            pass
+        for fut in ended:
+            if fut in self.futures:  # not one given up on or cancelled
+                events.append(self._outcome(fut))
+        events.extend(self.events)
+        self.events = []
+        return events
+
+    def overdue(self, limit):
+        now = time.perf_counter()
+        with self.lock:
+            late = {attempt for attempt, starts in self.starts.items() if now - starts[-1][0] > limit}
+        return [fut for fut, (_, _, attempt) in self.futures.items() if attempt in late and not fut.done()]
+
+    def stop_lane(self, fut, message, limit):
+        """Cancel a pair stuck past ``limit`` seconds and restart its worker (without a nanny it
+        cannot be: the pair is given up on)."""
+        _, _, attempt = self.futures[fut]
+        with self.lock:
+            worker = self.starts[attempt][-1][1]
+        lane, key, _ = self._forget(fut)
+        fut.cancel()
+        try:
+            nanny = self.client.scheduler_info()["workers"].get(worker, {}).get("nanny")
+        except Exception:  # the cluster is closing
+            nanny = None
+        if not nanny:
+            return [(lane, key, "failed", f"{message} (it could not be stopped: its Dask worker {worker} has no nanny "
+                                          "to restart it, and it may still be running there)")]
+        self.restarted.add(worker)  # the pairs that die with it are not blamed
+        thread = threading.Thread(target=self._restart, args=(worker,), daemon=True,
+                                  name="pymc_partitions Dask worker restart")
+        thread.start()
+        self.restarts.append(thread)
+        return [(lane, key, "failed", f"{message} (stuck inside one iteration: its Dask worker was restarted)")]
+
+    def _restart(self, worker):
+        try:
+            self.client.restart_workers([worker], raise_for_error=False)
+        except Exception:  # the cluster is closing, or the worker is already gone
+            pass
+
+    def close(self):
+        """Cancel every task: queued ones never run; running ones finish in the cluster (Dask cannot
+        stop them) and their results are dropped. Wait for the workers being restarted (unless
+        Ctrl-C stopped the run), so that the cluster is whole again when the call returns."""
+        futures, self.futures = list(self.futures), {}
+        try:
+            if futures:
+                self.client.cancel(futures)
+            self.client.unsubscribe_topic(self.topic)
+        except Exception:  # the cluster may be gone
+            pass
+        deadline = time.perf_counter() + self.RESTART_WAIT
+        for thread in self.restarts:
+            while thread.is_alive() and not self.stop.event.is_set() and time.perf_counter() < deadline:
+                thread.join(POLL)
+        _STOPS.pop(self.token, None)
+        _JOBS.pop(self.digest, None)
+
+
 _RUNS = itertools.count()
 
 
@@ -708,14 +926,12 @@ def check_mp_ctx(mp_ctx):
 
 
 def _executor_workers(executor, cores):
-    """(executor to submit to, number of workers) of a foreign executor; a ``dask.distributed.Client``
-    becomes its concurrent.futures view."""
-    if type(executor).__module__.startswith("distributed") and hasattr(executor, "get_executor"):
-        workers = max(1, sum(w.get("nthreads", 1) for w in executor.scheduler_info()["workers"].values()))
-        return executor.get_executor(pure=False), workers  # pure=False: a retry really reruns
+    """Number of workers (threads) of a foreign executor or a ``dask.distributed.Client``."""
+    if _is_dask_client(executor):
+        return max(1, sum(executor.nthreads().values()))
     if not isinstance(executor, cf.Executor):
         raise TypeError(f"executor must be a concurrent.futures.Executor or a dask Client, got {type(executor)}")
-    return executor, int(getattr(executor, "_max_workers", None) or cores or 1)
+    return int(getattr(executor, "_max_workers", None) or cores or 1)
 
 
 def run_pairs(job: UnbiasedJob, n_pairs: int | None = None, random_seed=None, cores: int | None = None,
@@ -756,9 +972,10 @@ def run_pairs(job: UnbiasedJob, n_pairs: int | None = None, random_seed=None, co
     with guard if own_interrupts else nullcontext():
         try:
             if executor is not None:
-                target, workers = _executor_workers(executor, cores)
+                workers = _executor_workers(executor, cores)
                 lanes, per_lane = (workers, 1) if time_budget is not None else (1, 2 * workers)
-                backend = _Foreign(target, lanes, per_lane, job_bytes, pair_timeout, stop, report)
+                foreign = _Dask if _is_dask_client(executor) else _Foreign
+                backend = foreign(executor, lanes, per_lane, job_bytes, pair_timeout, stop, report)
             else:
                 workers = (os.cpu_count() or 1) if cores is None else cores
                 if n_pairs is not None:
@@ -829,11 +1046,12 @@ def _collect(events, report, plan, deaths, retries, late):
             report.results[key] = payload
         elif kind == "failed":
             report.failed[key] = payload
-        elif kind == "lost":
-            deaths[key] = deaths.get(key, 0) + 1
+        elif kind in ("lost", "killed"):  # killed: (message, deaths), when Dask already reran it
+            message, count = payload if kind == "killed" else (payload, 1)
+            deaths[key] = deaths.get(key, 0) + count
             if deaths[key] > retries:
                 report.failed[key] = (f"WorkerDied: its worker failed while running it, {deaths[key]} times "
-                                      f"(last: {payload})")
+                                      f"(last: {message})")
             else:
                 plan.give_back(key)
         else:  # requeue

@@ -261,13 +261,13 @@ def sample_unbiased(model=None, h=None, n_pairs: int | None = 100, coupling: str
     retries : int
         How many times a pair whose worker process died (or whose executor task failed for a
         reason other than the pair's own error) is run again before it is reported
-        ``failed: WorkerDied ...``. Default 2. Finished pairs are never rerun nor lost.
+        ``failed: WorkerDied ...``. Default 2. Finished pairs are never rerun nor lost. On Dask a
+        ``KilledWorker`` counts one death per worker that died while running the pair.
     pair_timeout : float, optional
         Seconds after which a running pair is stopped and reported ``failed: timeout after X s``.
         Checked between iterations everywhere; a pair stuck inside one iteration (e.g. in h) is
-        stopped 0.5 s later by ending its worker process (the package's own processes only: a
-        thread cannot be stopped and is given up on instead; on Dask such a pair is not detected
-        and the call waits for it).
+        stopped 0.5 s later by ending its worker process (the package's own processes; on Dask
+        its worker is restarted by its nanny; a thread cannot be stopped and is given up on).
     hyper_scale : float
         Standard deviation (> 0) of the random-walk proposal of the hyperparameters on their
         unconstrained scale (default 0.5); best near 2.4 times their posterior standard deviation
