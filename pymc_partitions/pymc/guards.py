@@ -246,6 +246,23 @@ def _bind(signature, args, kwargs):
     return bound
 
 
+_GUARDED = "already guarded"
+
+
+def _signature_to_wrap(original):
+    """The signature of PyMC's function ``original`` when a guard can wrap it; ``_GUARDED`` when it
+    is a guard already (installing twice is a no-op); ``None`` when it is missing or cannot be
+    introspected (the guard then stays out, and the steps' own checks remain)."""
+    if original is None:
+        return None
+    if getattr(original, "_pmp_guard", False):
+        return _GUARDED
+    try:
+        return inspect.signature(original)
+    except (TypeError, ValueError):
+        return None
+
+
 def _wrap(original, wrapper):
     wrapper._pmp_guard = True
     wrapper.__wrapped__ = original
@@ -272,14 +289,9 @@ def guard_step_assignment() -> bool:
     import pymc.sampling.mcmc as mcmc  # noqa: PLC0415
 
     original = getattr(mcmc, "assign_step_methods", None)
-    if original is None:
-        return False
-    if getattr(original, "_pmp_guard", False):
-        return True
-    try:
-        signature = inspect.signature(original)
-    except (TypeError, ValueError):
-        return False
+    signature = _signature_to_wrap(original)
+    if not isinstance(signature, inspect.Signature):
+        return signature is _GUARDED
     if list(signature.parameters)[:2] != ["model", "step"]:
         return False
 
@@ -312,14 +324,9 @@ def guard_smc() -> bool:
     except ImportError:
         return False
     original = SMC_KERNEL.__dict__.get("__init__")
-    if original is None:
-        return False
-    if getattr(original, "_pmp_guard", False):
-        return True
-    try:
-        signature = inspect.signature(original)
-    except (TypeError, ValueError):
-        return False
+    signature = _signature_to_wrap(original)
+    if not isinstance(signature, inspect.Signature):
+        return signature is _GUARDED
     if "model" not in signature.parameters:
         return False
 
@@ -355,14 +362,9 @@ def guard_find_map() -> bool:
     import pymc.tuning.starting as starting  # noqa: PLC0415
 
     original = getattr(starting, "find_MAP", None)
-    if original is None:
-        return False
-    if getattr(original, "_pmp_guard", False):
-        return True
-    try:
-        signature = inspect.signature(original)
-    except (TypeError, ValueError):
-        return False
+    signature = _signature_to_wrap(original)
+    if not isinstance(signature, inspect.Signature):
+        return signature is _GUARDED
     params = signature.parameters
     start_name = "start" if "start" in params else "initvals" if "initvals" in params else None  # PyMC 5 / 6
     if start_name is None or not {"vars", "model"} <= set(params):

@@ -37,6 +37,7 @@ from ..families.kernels import (FamilyPack, merge_work_size, pack_init, pack_log
 from ..partition import as_labels, canonicalize_dense_into, index_array
 from ..priors import log_join_set_weight, log_join_weight, log_new_weight
 from .gibbs import _build, _grow, _log_joint, _sweep, check_model
+from .slots import _free_slot
 
 __all__ = ["gibbs_sams_sweeps", "GibbsSAMSKernel"]
 
@@ -49,19 +50,6 @@ PROPOSED_SPLITS, SPLITS, MERGES = 0, 1, 2
 def _copy_row(stats, src, dst):
     for c in range(stats.shape[1]):  # (a loop: see gibbs._grow)
         stats[dst, c] = stats[src, c]
-
-
-@numba.njit(cache=True, error_model="numpy")
-def _free_slot(s, active, n_active):
-    """Take slot ``s`` out of ``active[:n_active]`` (kept in creation order) to the front of the free
-    part; returns the new number of active slots."""
-    j = 0
-    while active[j] != s:
-        j += 1
-    for jj in range(j, n_active - 1):
-        active[jj] = active[jj + 1]
-    active[n_active - 1] = s
-    return n_active - 1
 
 
 @numba.njit(cache=True, error_model="numpy")

@@ -17,7 +17,7 @@ from ..families.kernels import pack_init, pack_update
 from ..partition import canonicalize_dense_into
 from ..priors import log_join_weight
 
-__all__ = ["_build", "_grow", "_remove", "_join_weights"]
+__all__ = ["_build", "_grow", "_remove", "_free_slot", "_join_weights"]
 
 
 @numba.njit(cache=True, error_model="numpy")
@@ -69,6 +69,13 @@ def _remove(i, slot_of, sizes, stats, active, n_active, join_w, prior_code, prio
         pack_update(codes, dims, data_off, stat_off, hyper_off, hyper, stats, s, data, i, -1.0, scratch)
         join_w[s] = log_join_weight(prior_code, prior_params, sizes[s])
         return n_active
+    return _free_slot(s, active, n_active)
+
+
+@numba.njit(cache=True, error_model="numpy", inline="always")
+def _free_slot(s, active, n_active):
+    """Take slot ``s`` out of ``active[:n_active]`` (kept in creation order) to the front of the free
+    part; returns the new number of active slots."""
     j = 0
     while active[j] != s:
         j += 1
