@@ -365,10 +365,14 @@ with pm.Model() as model:
     z = pmp.Partition("z", pmp.CRP(1.0), n=8)
     pmp.NormalNormal("y", partition=z, mu0=0, sigma0=5, sigma=1, observed=y)
 marker, PARENT = os.path.join(TMP, "hung"), os.getpid()
-def h(labels):  # the first call in a pair hangs for 60 s (a marker file: each task may hold its own copy of h)
-    if threading.current_thread() is not threading.main_thread() and not os.path.exists(marker):
-        open(marker, "w").close()
-        _t.sleep(60)
+def h(labels):  # the first call in a pair hangs for 60 s (a marker file: each task may hold its own copy of h;
+    if threading.current_thread() is not threading.main_thread():  # created atomically, so one call hangs)
+        try:
+            os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        except FileExistsError:
+            pass
+        else:
+            _t.sleep(60)
     return float(labels.max() + 1)
 with concurrent.futures.ThreadPoolExecutor(2) as pool:  # a first run loads the job and compiles
     pmp.sample_unbiased(model, h=lambda labels: 1.0, n_pairs=4, k=1, m=3, executor=pool, random_seed=2, progressbar=False)
