@@ -36,7 +36,8 @@ Configurations (``--configs``; ``name:key=value,...`` passes arguments to the mo
 ``gibbs`` (``pmp.CollapsedGibbs`` alone), ``pgsm``, ``sams``, ``sm`` (Gibbs + ``pmp.PGSM`` / ``pmp.SAMS``
 / ``pmp.SplitMerge``, one move per draw unless ``moves=``), ``default`` (no ``step=``: what
 ``pm.sample`` assigns, ``pmp.GibbsSplitMerge``), ``gsm`` (``pmp.GibbsSplitMerge`` with the
-arguments given, e.g. ``gsm:sweeps=5,moves=2``). ``pgsm`` and ``sams`` do not apply to networks
+arguments given, e.g. ``gsm:sweeps=5,moves=2``), ``sub`` (``pmp.SubClusterSplitMerge``, the default's
+composition with sub-cluster split-merge moves instead of SAMS, e.g. ``sub:scans=0``). ``pgsm`` and ``sams`` do not apply to networks
 (shown as n/a).
 
 Run: ``python benchmarks/bench_mixing.py`` (every data set and configuration: about an hour on 2
@@ -64,7 +65,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_arm import planted_edges  # noqa: E402
 
 DATASETS = ["galaxies", "faithful", "gene", "planted", "karate", "mix2d", "mix10d"]
-CONFIGS = ["gibbs", "pgsm", "sams", "sm", "default", "gsm"]
+CONFIGS = ["gibbs", "pgsm", "sams", "sm", "default", "gsm", "sub"]
 NETWORKS = {"planted", "karate"}
 MOVES = {"pgsm": "PGSM", "sams": "SAMS", "sm": "SplitMerge"}
 QUANTITIES = [("z_n_clusters", "K"), ("z_largest_share", "largest share"), ("log_joint", "log joint")]
@@ -199,6 +200,8 @@ def steps(model, name, kwargs):
             return [pmp.CollapsedGibbs([z], **kwargs)]
         if name == "gsm":
             return [pmp.GibbsSplitMerge([z], **kwargs)]
+        if name == "sub":
+            return [pmp.SubClusterSplitMerge([z], **kwargs)]
         return [pmp.CollapsedGibbs([z]), getattr(pmp, MOVES[name])([z], **kwargs)]
 
 

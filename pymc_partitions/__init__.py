@@ -42,6 +42,7 @@ import sys as _sys
 _sys.modules[f"{__name__}.h"] = h  # so that `from pymc_partitions.h import n_clusters` works too
 from .coupling.unbiased import suggest_k_m
 from .pymc.steps import PGSM, SAMS, CollapsedGibbs, EscobarWest, GibbsSplitMerge, PriorSlice, SplitMerge
+from .pymc.steps import SubClusterSplitMerge
 from .pymc.steps import register as _register
 from .pymc.guards import install as _install_guards
 from .pymc.numba_draws import register as _register_numba_draws
@@ -73,6 +74,7 @@ __all__ = [
     "DirichletCategorical",
     "CollapsedGibbs",
     "GibbsSplitMerge",
+    "SubClusterSplitMerge",
     "PGSM",
     "SAMS",
     "SplitMerge",

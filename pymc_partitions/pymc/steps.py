@@ -22,12 +22,14 @@ from ..samplers.gibbs_sams import _run as gibbs_sams_run
 from ..samplers.jain_neal import JainNealKernel
 from ..samplers.pgsm import PGSMKernel
 from ..samplers.sams import SAMSKernel
+from ..samplers.subclusters import GibbsSubClusterKernel
+from ..samplers.subclusters import _run as gibbs_subcluster_run
 from ..samplers.tuning import sweeps_for
 from .compat import STEP_METHODS, BlockedStep, ChainSetupMixin, Competence, ancestors
 from .distributions import constant_value, is_partition, prior_parameter_model
 from .terms import PartitionTerms, _resolve_rv
 
-__all__ = ["CollapsedGibbs", "GibbsSplitMerge", "PGSM", "SAMS", "SplitMerge", "EscobarWest", "PriorSlice",
+__all__ = ["CollapsedGibbs", "GibbsSplitMerge", "SubClusterSplitMerge", "PGSM", "SAMS", "SplitMerge", "EscobarWest", "PriorSlice",
            "register"]
 
 
@@ -521,6 +523,71 @@ class GibbsSplitMerge(_PartitionStep):
     @staticmethod
     def competence(var, has_grad):
         return Competence.IDEAL if is_partition(var) else Competence.INCOMPATIBLE
+
+
+class SubClusterSplitMerge(GibbsSplitMerge):
+    """:class:`GibbsSplitMerge` with sub-cluster split-merge moves instead of SAMS: each split
+    cuts a cluster along two sub-clusters built by a sequential allocation and ``scans`` restricted
+    Gibbs scans, and is accepted on the probability of one more (final) scan -- the collapsed,
+    exact form of Chang & Fisher's (2013) sub-cluster splits (``samplers/subclusters.py``, whose
+    docstring gives the argument). Not the default: on the mixing suite it gives fewer effective
+    samples per CPU second than SAMS (``benchmarks/README.md``). Network likelihoods: Jain-Neal
+    moves, as :class:`GibbsSplitMerge`.
+
+    Parameters
+    ----------
+    vars, moves, sweeps, intermediate_scans :
+        As :class:`GibbsSplitMerge`.
+    scans : int, default 1
+        Restricted Gibbs scans that refine each move's sub-clusters (0: the sequential
+        allocation alone is the launch state).
+
+    Sampler statistics: as :class:`GibbsSplitMerge`, the moves' counts named ``sub_splits``,
+    ``sub_merges``, ``sub_proposed_splits`` (``sm_*`` on a network).
+
+    Examples
+    --------
+    >>> import numpy as np, pymc as pm, pymc_partitions as pmp
+    >>> y = np.r_[np.zeros(20), np.ones(20) * 8.0] + np.random.default_rng(0).normal(size=40)
+    >>> with pm.Model():
+    ...     z = pmp.Partition("z", pmp.CRP(1.0), n=40)
+    ...     obs = pmp.NormalNormal("y", partition=z, mu0=4.0, sigma0=5.0, sigma=1.0, observed=y)
+    ...     idata = pm.sample(draws=100, tune=100, chains=2, random_seed=1, progressbar=False,
+    ...                       step=[pmp.SubClusterSplitMerge([z], scans=1)], compute_convergence_checks=False)
+    >>> stats = pmp.posterior_dataset(idata, "sample_stats")
+    >>> bool((stats["n_clusters"] >= 2).all()), int(stats["sub_proposed_splits"].sum()) > 0
+    (True, True)
+    """
+
+    name = "subcluster_split_merge"
+
+    def __init__(self, vars=None, model=None, moves=None, sweeps="auto", intermediate_scans=2, scans=1, rng=None,
+                 blocked=None, **kwargs):
+        self.scans = _checks.integer("scans", scans, low=0, high=1000, owner="SubClusterSplitMerge")
+        super().__init__(vars, model, moves=moves, sweeps=sweeps, intermediate_scans=intermediate_scans, rng=rng,
+                         blocked=blocked, **kwargs)
+        if not self.network:
+            self._prefix = "sub"
+            self.stats_dtypes_shapes = {
+                "n_clusters": (np.int64, []), "log_joint": (np.float64, []), "sweeps": (np.int64, []),
+                "sub_splits": (np.int64, []), "sub_merges": (np.int64, []), "sub_proposed_splits": (np.int64, []),
+            }
+            self.stats_dtypes = [{name: dtype for name, (dtype, _) in self.stats_dtypes_shapes.items()}]
+
+    def _draw(self, labels, prior_params, pack, rng, reps):
+        if self.network:
+            return super()._draw(labels, prior_params, pack, rng, reps)
+        labels = np.ascontiguousarray(labels, dtype=np.int64)
+        kernel = GibbsSubClusterKernel(pack, self.terms.prior_code, prior_params, reps=reps, moves=self.moves,
+                                       scans=self.scans)
+        orders, uniforms, pairs, seeds = kernel.random_numbers(rng, labels.shape[0])
+        return gibbs_subcluster_run(labels, pack, kernel.prior_code, kernel.prior_params, orders, uniforms, pairs,
+                                    seeds, self.scans)
+
+    @staticmethod
+    def competence(var, has_grad):
+        """COMPATIBLE for partitions: :class:`GibbsSplitMerge` (IDEAL) is what ``pm.sample`` assigns."""
+        return Competence.COMPATIBLE if is_partition(var) else Competence.INCOMPATIBLE
 
 
 # ----------------------------------------------------------------------------- prior parameters
