@@ -46,6 +46,7 @@ from .pymc.steps import register as _register
 from .pymc.guards import install as _install_guards
 from .pymc.numba_draws import register as _register_numba_draws
 from .pymc.arm_step import ARM
+from .pymc.nonconjugate import NonConjugateGibbs
 from .diagnostics.convergence import W2ConvergenceWarning
 from .results.diagnostics import plot_w2_convergence, w2_bias, w2_convergence
 from .pymc.unbiased import sample_unbiased, summarize_unbiased
@@ -77,6 +78,7 @@ __all__ = [
     "SAMS",
     "SplitMerge",
     "ARM",
+    "NonConjugateGibbs",
     "EscobarWest",
     "PriorSlice",
     "add_groups",
