@@ -133,6 +133,11 @@ class NonConjugateModel:
         if not is_partition(rv):
             raise TypeError(f"{rv.name!r} is not a pmp.Partition variable")
         self.likelihoods = nonconjugate_likelihoods(model, rv)
+        for free in model.free_RVs:
+            if free is not rv and rv in ancestors([free]):
+                raise ValueError(f"the free variable {free.name!r} depends on the partition {rv.name!r}: "
+                                 "NonConjugateGibbs would ignore it. If it holds the missing values of an observed "
+                                 "variable (PyMC imputes NaN in observed data), drop those items")
         self.terms = PartitionTerms(model, rv, allow=self.likelihoods)
         name, n = self.terms.name, self.terms.n
         self.n = n
