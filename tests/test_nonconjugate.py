@@ -130,7 +130,7 @@ def test_explicit_steps_win_and_collapsed_steps_refuse_the_model():
 def test_step_arguments_are_checked():
     model = normal_model(PRIORS["crp"])
     z = model["z"]
-    for kwargs, word in [({"m": 0}, "m"), ({"m": 1.5}, "m"), ({"slot_steps": -1}, "slot_steps"),
+    for kwargs, word in [({"m": 0}, "m"), ({"m": 1.5}, "m"), ({"m": 10**9}, "m"), ({"slot_steps": -1}, "slot_steps"),
                          ({"scale": 0.0}, "scale"), ({"scale": np.inf}, "scale"), ({"scale": "a"}, "scale")]:
         with pytest.raises((ValueError, TypeError), match=word):
             pmp.NonConjugateGibbs([z], model=model, **kwargs)

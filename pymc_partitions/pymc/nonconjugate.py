@@ -59,6 +59,9 @@ from .terms import PartitionTerms, _resolve_rv
 __all__ = ["NonConjugateModel", "NonConjugateGibbs", "nonconjugate_likelihoods", "slot_variables"]
 
 #: indexing by an integer array (PyTensor 3 has AdvancedSubtensor only; 2.x also AdvancedSubtensor1)
+#: Cap on ``m`` (an (n, m) table of log-likelihoods is built every sweep).
+MAX_AUXILIARIES = 1000
+
 _INDEX_OPS = tuple(getattr(_subtensor, name) for name in ("AdvancedSubtensor", "AdvancedSubtensor1")
                    if hasattr(_subtensor, name))
 
@@ -326,7 +329,8 @@ class NonConjugateGibbs(ChainSetupMixin, BlockedStep):
     vars : list
         The Partition variable (its slot variables are found in the model), optionally with them.
     m : int, default 3
-        Auxiliary parameters offered to each item.
+        Auxiliary parameters offered to each item (at most ``MAX_AUXILIARIES``, 1000: each costs
+        an evaluation of the log-likelihood of every item and n floats per sweep).
     slot_steps : int, default 2
         Metropolis updates of the occupied slots per draw.
     scale : float, default 0.5
@@ -361,7 +365,7 @@ class NonConjugateGibbs(ChainSetupMixin, BlockedStep):
         parts = [v for v in rvs if is_partition(v)]
         if len(parts) != 1:
             raise ValueError(f"NonConjugateGibbs updates one partition per step, got {len(parts)} among {vars}")
-        self.m = _checks.integer("m", m, low=1, owner="NonConjugateGibbs")
+        self.m = _checks.integer("m", m, low=1, high=MAX_AUXILIARIES, owner="NonConjugateGibbs")
         self.slot_steps = _checks.integer("slot_steps", slot_steps, low=0, owner="NonConjugateGibbs")
         if not (isinstance(scale, (int, float, np.floating, np.integer)) and not isinstance(scale, bool)
                 and math.isfinite(scale) and scale > 0):
