@@ -11,7 +11,9 @@ and step methods for ``pm.sample``
 :class:`CollapsedGibbs` alone; the split-merge moves :class:`PGSM`, :class:`SAMS` and
 :class:`SplitMerge` (Jain-Neal) and the population step :class:`ARM` (adaptive reconfiguration
 moves across chains) to interleave with Gibbs; :class:`EscobarWest` and
-:class:`PriorSlice` for prior parameters). Unbiased estimates from coupled chains: :func:`sample_unbiased`,
+:class:`PriorSlice` for prior parameters; :class:`NonConjugateGibbs`, Neal's Algorithm 8, for any
+PyMC likelihood whose cluster parameters are slots indexed by the partition, also assigned
+automatically). Unbiased estimates from coupled chains: :func:`sample_unbiased`,
 :func:`summarize_unbiased`, with functions of the partition in :mod:`pymc_partitions.h` (that is,
 :mod:`pymc_partitions.coupling.functions`).
 Centered W2 diagnostics: :func:`w2_convergence` (warns with :class:`W2ConvergenceWarning` when the
