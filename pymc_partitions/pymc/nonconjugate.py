@@ -43,7 +43,6 @@ import math
 import numpy as np
 import pymc as pm
 import pytensor
-import pytensor.tensor as pt
 from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.graph.replace import clone_replace
 from pytensor.tensor.random.type import RandomGeneratorType
@@ -70,7 +69,7 @@ def _is_rv(model, var):
     return var in model.rvs_to_values
 
 
-def _walk(model, partition, start, owner):
+def _walk(model, partition, start):
     """Walk the graph of ``start`` (stopping at model variables): (free RVs reached directly, RVs
     reached inside an expression indexed by the partition, whether the partition is used other than
     as such an index)."""
@@ -115,7 +114,7 @@ def slot_variables(model, partition) -> list:
     """The free variables indexed by ``partition`` in its non-conjugate likelihoods (in model order)."""
     found = set()
     for obs in nonconjugate_likelihoods(model, partition):
-        _, indexed, _ = _walk(model, partition, obs.owner.inputs, obs.name)
+        _, indexed, _ = _walk(model, partition, obs.owner.inputs)
         found |= indexed
     return [v for v in model.free_RVs if v in found]
 
@@ -156,7 +155,7 @@ class NonConjugateModel:
                              "supported yet; write the collapsed one with slot parameters too")
         slots = set()
         for obs in self.likelihoods:
-            direct, indexed, stray = _walk(model, rv, obs.owner.inputs, obs.name)
+            direct, indexed, stray = _walk(model, rv, obs.owner.inputs)
             if stray:
                 raise ValueError(f"{obs.name!r} uses the partition {name!r} other than as the index of slot "
                                  f"parameters (write mu[{name}], one slot per possible block)")

@@ -29,7 +29,6 @@ import math
 import numba
 import numpy as np
 
-from .. import _checks
 from .._numeric import check_uniforms, draw_log_weights
 from ..partition import index_array
 from ..priors import log_join_weight, log_new_weight
