@@ -52,7 +52,7 @@ def drive(model, draws, seed, burn=300, **kwargs):
     return labels, mean0
 
 
-@pytest.mark.parametrize("prior_name", ["crp", "finite_dirichlet"])
+@pytest.mark.parametrize("prior_name", ["crp", "finite_dirichlet", "pitman_yor"])
 def test_step_matches_enumeration(prior_name):
     """TV at the iid floor (effective draws) against the collapsed NormalNormal's exact posterior;
     with power against the posterior of a base measure three times wider."""
