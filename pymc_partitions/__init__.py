@@ -11,7 +11,9 @@ and step methods for ``pm.sample``
 :class:`CollapsedGibbs` alone; the split-merge moves :class:`PGSM`, :class:`SAMS` and
 :class:`SplitMerge` (Jain-Neal) and the population step :class:`ARM` (adaptive reconfiguration
 moves across chains) to interleave with Gibbs; :class:`EscobarWest` and
-:class:`PriorSlice` for prior parameters). Unbiased estimates from coupled chains: :func:`sample_unbiased`,
+:class:`PriorSlice` for prior parameters; :class:`NonConjugateGibbs`, Neal's Algorithm 8, for any
+PyMC likelihood whose cluster parameters are slots indexed by the partition, also assigned
+automatically). Unbiased estimates from coupled chains: :func:`sample_unbiased`,
 :func:`summarize_unbiased`, with functions of the partition in :mod:`pymc_partitions.h` (that is,
 :mod:`pymc_partitions.coupling.functions`).
 Centered W2 diagnostics: :func:`w2_convergence` (warns with :class:`W2ConvergenceWarning` when the
@@ -47,6 +49,7 @@ from .pymc.steps import register as _register
 from .pymc.guards import install as _install_guards
 from .pymc.numba_draws import register as _register_numba_draws
 from .pymc.arm_step import ARM
+from .pymc.nonconjugate import NonConjugateGibbs
 from .diagnostics.convergence import W2ConvergenceWarning
 from .results.diagnostics import plot_w2_convergence, w2_bias, w2_convergence
 from .pymc.unbiased import sample_unbiased, summarize_unbiased
@@ -79,6 +82,7 @@ __all__ = [
     "SAMS",
     "SplitMerge",
     "ARM",
+    "NonConjugateGibbs",
     "EscobarWest",
     "PriorSlice",
     "add_groups",

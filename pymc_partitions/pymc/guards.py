@@ -47,6 +47,7 @@ import xarray as xr
 from . import compat
 from .compat import ancestors, group_names, is_datatree, is_inferencedata, posterior_dataset
 from .distributions import CollapsedLikelihoodRV, invariant_names, is_partition
+from .nonconjugate import add_nonconjugate_steps
 from .steps import check_find_map, check_partition_steps, refuse_partition
 
 __all__ = [
@@ -284,7 +285,10 @@ def guard_step_assignment() -> bool:
     every label vector), or not at all. The wrapper passes the model and the given steps to
     :func:`~pymc_partitions.pymc.steps.check_partition_steps` (which refuses steps of other
     packages on a partition, and a partition given to two steps of one class), then calls PyMC.
-    Models without a partition, and ``step=None``, go straight to PyMC.
+    Models without a partition, and ``step=None``, go straight to PyMC. A partition with
+    non-conjugate likelihoods (slot parameters indexed by it) that no given step covers gets a
+    :class:`~pymc_partitions.pymc.nonconjugate.NonConjugateGibbs` blocked over it and its slots
+    (competence cannot block variables together), added to the given steps.
     """
     import pymc.sampling.mcmc as mcmc  # noqa: PLC0415
 
@@ -297,9 +301,13 @@ def guard_step_assignment() -> bool:
 
     def assign_step_methods(*args, **kwargs):
         bound = _bind(signature, args, kwargs)
-        if bound is not None and bound.arguments.get("step") is not None:
-            check_partition_steps(bound.arguments["model"], bound.arguments["step"])
-        return original(*args, **kwargs)
+        if bound is None:
+            return original(*args, **kwargs)
+        model, step = bound.arguments["model"], bound.arguments.get("step")
+        if step is not None:
+            check_partition_steps(model, step)
+        bound.arguments["step"] = add_nonconjugate_steps(model, step)
+        return original(*bound.args, **bound.kwargs)
 
     mcmc.assign_step_methods = _wrap(original, assign_step_methods)
     return True

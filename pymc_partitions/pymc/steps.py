@@ -27,6 +27,7 @@ from ..samplers.subclusters import _run as gibbs_subcluster_run
 from ..samplers.tuning import sweeps_for
 from .compat import STEP_METHODS, BlockedStep, ChainSetupMixin, Competence, ancestors
 from .distributions import constant_value, is_partition, prior_parameter_model
+from .nonconjugate import NonConjugateGibbs
 from .terms import PartitionTerms, _resolve_rv
 
 __all__ = ["CollapsedGibbs", "GibbsSplitMerge", "SubClusterSplitMerge", "PGSM", "SAMS", "SplitMerge", "EscobarWest", "PriorSlice",
@@ -950,7 +951,7 @@ def check_partition_steps(model, step) -> None:
             if name is None:
                 continue
             kind = type(method).__name__
-            if not isinstance(method, _PartitionStep):
+            if not isinstance(method, (_PartitionStep, NonConjugateGibbs)):
                 raise ValueError(
                     f"step {kind} cannot sample the partition {name!r} (pmp.Partition): it moves the labels as "
                     "numbers, and would sample each partition in proportion to its number of labellings. "

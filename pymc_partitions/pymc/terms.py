@@ -76,9 +76,11 @@ class PartitionTerms:
 
     ``read_data=False``: the likelihoods' current data are neither read nor checked (for readers
     of a result, which take the data the posterior was fitted to from the result itself; then
-    :meth:`kernel_inputs` is not available)."""
+    :meth:`kernel_inputs` is not available). ``allow``: observed variables that may depend on the
+    partition besides the collapsed likelihoods (the non-conjugate likelihoods that
+    :class:`~pymc_partitions.pymc.nonconjugate.NonConjugateGibbs` samples); any other is refused."""
 
-    def __init__(self, model, var, *, read_data: bool = True):
+    def __init__(self, model, var, *, read_data: bool = True, allow=()):
         rv = _resolve_rv(model, var)
         if not is_partition(rv):
             raise TypeError(f"{rv.name!r} is not a pmp.Partition variable")
@@ -97,7 +99,7 @@ class PartitionTerms:
             obs for obs in model.observed_RVs
             if isinstance(obs.owner.op, CollapsedLikelihoodRV) and obs.owner.inputs[2] is rv
         ))
-        self._check_no_other_dependents(model, rv)
+        self._check_no_other_dependents(model, rv, allow)
 
         self._ops = [obs.owner.op for obs in self.likelihoods]
         self._data = [ObservedData(model, obs, self.n) for obs in self.likelihoods] if read_data else None
@@ -116,11 +118,19 @@ class PartitionTerms:
         self._cache_key = None
         self._cache = None
 
-    def _check_no_other_dependents(self, model, rv):
-        ours = set(self.likelihoods) | {rv}
+    def _check_no_other_dependents(self, model, rv, allow=()):
+        ours = set(self.likelihoods) | {rv} | set(allow)
         others = [v for v in model.basic_RVs + model.potentials if v not in ours]
         for v in others:
             if rv in ancestors([v]) and v is not rv:
+                if v in model.observed_RVs:
+                    raise ValueError(
+                        f"{v.name!r} depends on the partition {rv.name!r} but is not a collapsed likelihood of "
+                        "pymc_partitions: this step integrates cluster parameters out and would ignore it. A "
+                        f"likelihood with slot parameters (e.g. mu[{rv.name}]) is sampled by pmp.NonConjugateGibbs, "
+                        f"which pm.sample assigns when no step is given for {rv.name!r}; or use "
+                        f"{likelihood_names()} for data given the partition."
+                    )
                 raise ValueError(
                     f"{v.name!r} depends on the partition {rv.name!r} but is not a collapsed likelihood of "
                     f"pymc_partitions: the partition's step methods would ignore it. Use {likelihood_names()} for "

@@ -19,6 +19,7 @@ import numpy as np
 import xarray as xr
 
 from ..pymc.distributions import INVARIANTS, invariant_names, is_partition
+from ..pymc.nonconjugate import slot_variables
 from .reader import (PARTITIONS_ATTR, _labels, _names, _partition_names, _posterior, _variable_draws, add_groups,
                      group_names, is_datatree, is_inferencedata, new_result, not_a_result_hint, posterior_dataset)
 
@@ -223,7 +224,8 @@ def plot_trace(result, *, var_names=None, partitions=None, model=None, **kwargs)
 
 def for_convergence_checks(idata, model):
     """``idata`` with each partition's labels replaced, in the posterior, by its label-invariant
-    quantities (dimension ``<name>_invariant``), for PyMC's convergence checks; quantities that are
+    quantities (dimension ``<name>_invariant``), for PyMC's convergence checks (and its slot variables,
+    if it has non-conjugate likelihoods, left out: they switch labels with it); quantities that are
     constant over every draw of every chain are left out (nothing to judge, and R-hat of a
     constant is NaN), and so is the variable when none is left. ``idata`` itself when the model
     has no partition in the posterior; ``None`` when no free variable would be left to check (PyMC's
@@ -242,6 +244,8 @@ def for_convergence_checks(idata, model):
             quantities[LOG_JOINT] = log_joint
         keep = {q: da for q, da in quantities.items() if not bool((da == da.values.flat[0]).all())}
         new = new.drop_vars(p)
+        slots = [v.name for v in slot_variables(model, model[p]) if v.name in new.data_vars]
+        new = new.drop_vars(slots)  # a non-conjugate partition's slots: their labels switch like the partition's
         if keep:
             dim = f"{p}_invariant"
             stacked = xr.concat([da.astype(np.float64) for da in keep.values()], dim=dim)

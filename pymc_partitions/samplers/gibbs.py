@@ -28,7 +28,7 @@ from ..priors import (FINITE_DIRICHLET, PITMAN_YOR, UNIFORM_LABELS, log_eppf_siz
 from .network import _network_gibbs_sweeps, network_offsets
 from .slots import _build, _grow, _join_weights, _remove
 
-__all__ = ["gibbs_sweeps", "log_joint", "GibbsKernel", "check_model"]
+__all__ = ["gibbs_sweeps", "log_joint", "GibbsKernel", "check_model", "check_prior"]
 
 _ALPHA_MAX = 1e290  # lgamma(alpha + n) and its like stay finite (lgamma overflows near 2.5e305)
 
@@ -40,6 +40,12 @@ def check_model(pack, prior_code, prior_params, owner: str, *, network: bool = F
     check_pack(pack, owner)
     if not network:
         refuse_network(pack, owner)
+    return check_prior(pack.data.shape[0], prior_code, prior_params, owner)
+
+
+def check_prior(n, prior_code, prior_params, owner: str) -> tuple[int, np.ndarray]:
+    """(prior code, prior params as float64 [alpha, discount, k]) after checking them for a partition of
+    ``n`` items."""
     code = prior_code if type(prior_code) is int and 0 <= prior_code <= 2 else \
         _checks.integer("prior_code", prior_code, low=0, high=2, owner=owner)  # (the common case first: fast)
     try:
@@ -51,7 +57,6 @@ def check_model(pack, prior_code, prior_params, owner: str, *, network: bool = F
         raise ValueError(f"{owner}: prior_params must be three finite numbers [alpha, discount, k], "
                          f"got {prior_params!r}")
     alpha, discount, k = values
-    n = pack.data.shape[0]
     if code == PITMAN_YOR:  # (alpha = 0 with discount 0: the limit of an alpha that underflowed; valid_parameters)
         ok = valid_parameters(code, alpha, discount) and alpha + n <= _ALPHA_MAX
         what = "Pitman-Yor: need 0 <= discount < 1 and -discount < alpha <= 1e290"  # (or their float limits)

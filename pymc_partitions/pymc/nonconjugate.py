@@ -1,0 +1,529 @@
+"""Non-conjugate partition mixtures written in plain PyMC, sampled with Neal's (2000) Algorithm 8.
+
+The model::
+
+    z = pmp.Partition("z", pmp.CRP(alpha), n=n)
+    mu = pm.Normal("mu", 0.0, 3.0, shape=n)          # one slot per possible block (k under FiniteDirichlet)
+    sigma = pm.HalfNormal("sigma", 1.0, shape=n)
+    pm.StudentT("y", nu=4, mu=mu[z], sigma=sigma[z], observed=y)
+
+Why it is exact. Its joint density is an ordinary PyMC graph,
+p(z) prod_j G0(phi_j) prod_i f(y_i | phi_{z_i}), with S slots phi_j (S = n, or k under a finite
+Dirichlet: as many as there can be blocks) drawn iid from the base measure G0. Integrating out the
+slots no block uses (each integrates to one) leaves p(z) prod_b G0(phi_b) prod_{i in b} f(y_i | phi_b):
+a Dirichlet-process (Pitman-Yor, finite) mixture with the blocks' parameters phi_b. The steps keep the
+labels canonical (block b = the b-th to appear) with block b's parameter in slot b, so the chain's
+state is (partition, parameters of its blocks) plus the unused slots, which are independent draws from
+G0 given everything else.
+
+One draw of :class:`NonConjugateGibbs`, each part leaving that joint law invariant:
+
+1. Labels, Algorithm 8 (:mod:`pymc_partitions.samplers.algorithm8`): item i may join an occupied block
+   with weight join(|b|) f(y_i | phi_b) or one of m auxiliary parameters with weight new(K) / m
+   f(y_i | psi), its own parameter being one of them when it is alone. The auxiliaries of item i are
+   fresh draws from G0 that no other item is offered (drawn for all items at the start of the sweep:
+   each is independent of the chain until its item is visited).
+2. Relabelling: labels made canonical, the occupied slots permuted with them; the free slots are drawn
+   afresh from G0 (their exact conditional).
+3. Occupied slots: a random-walk Metropolis proposal for every occupied slot at once on the value
+   (unconstrained) scale, accepted per slot with the ratio of G0 (with its Jacobian) times the
+   likelihood of the slot's items: given the labels the target factorises over slots, so the
+   per-slot decisions form one exact kernel. Its step size adapts during tuning only.
+
+The item log-likelihoods come from the user's graph compiled once: ``model.logp(vars=likelihoods,
+sum=False)`` as a function of the value variables. The likelihood of every item under slot k is that
+function with labels := k; under a fresh auxiliary it is the function with labels := arange and the
+slots := a fresh draw of G0. No Python runs per item.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pymc as pm
+import pytensor
+from pytensor.compile.sharedvalue import SharedVariable
+from pytensor.graph.replace import clone_replace
+from pytensor.tensor.random.type import RandomGeneratorType
+import pytensor.tensor.subtensor as _subtensor
+
+from .. import _checks
+from ..partition import canonicalize
+from ..samplers.algorithm8 import algorithm8_sweep
+from .compat import BlockedStep, ChainSetupMixin, Competence, ancestors
+from .distributions import CollapsedLikelihoodRV, constant_value, is_partition
+from .terms import PartitionTerms, _resolve_rv
+
+__all__ = ["NonConjugateModel", "NonConjugateGibbs", "nonconjugate_likelihoods", "slot_variables"]
+
+#: indexing by an integer array (PyTensor 3 has AdvancedSubtensor only; 2.x also AdvancedSubtensor1)
+#: Cap on ``m`` (an (n, m) table of log-likelihoods is built every sweep).
+MAX_AUXILIARIES = 1000
+
+_INDEX_OPS = tuple(getattr(_subtensor, name) for name in ("AdvancedSubtensor", "AdvancedSubtensor1")
+                   if hasattr(_subtensor, name))
+
+
+def _is_rv(model, var):
+    return var in model.rvs_to_values
+
+
+def _walk(model, partition, start):
+    """Walk the graph of ``start`` (stopping at model variables): (free RVs reached directly, RVs
+    reached inside an expression indexed by the partition, whether the partition is used other than
+    as such an index)."""
+    direct, indexed, stray = set(), set(), False
+    stack, seen = list(start), set()
+    while stack:
+        var = stack.pop()
+        if var in seen:
+            continue
+        seen.add(var)
+        if var is partition:
+            stray = True
+            continue
+        if _is_rv(model, var):
+            direct.add(var)
+            continue
+        node = var.owner
+        if node is None:
+            continue
+        if isinstance(node.op, _INDEX_OPS) and any(partition in ancestors([ix]) for ix in node.inputs[1:]):
+            for ix in node.inputs[1:]:
+                if ix is not partition and partition in ancestors([ix]):
+                    stray = True  # e.g. mu[z + 1]: not the labels themselves
+            for a in ancestors([node.inputs[0]], blockers=list(model.rvs_to_values)):
+                if _is_rv(model, a):
+                    indexed.add(a)
+            continue
+        stack.extend(node.inputs)
+    return direct, indexed, stray
+
+
+def nonconjugate_likelihoods(model, partition) -> list:
+    """The observed variables of ``model`` that depend on ``partition`` other than as a collapsed
+    likelihood of this package."""
+    return list(dict.fromkeys(
+        obs for obs in model.observed_RVs
+        if not isinstance(obs.owner.op, CollapsedLikelihoodRV) and partition in ancestors([obs])
+    ))
+
+
+def slot_variables(model, partition) -> list:
+    """The free variables indexed by ``partition`` in its non-conjugate likelihoods (in model order)."""
+    found = set()
+    for obs in nonconjugate_likelihoods(model, partition):
+        _, indexed, _ = _walk(model, partition, obs.owner.inputs)
+        found |= indexed
+    return [v for v in model.free_RVs if v in found]
+
+
+def _static_first(var):
+    shape = var.type.shape
+    return None if not shape else shape[0]
+
+
+class NonConjugateModel:
+    """The parts of a model a non-conjugate partition step needs, checked, and their compiled
+    functions: every item's log-likelihood, the base measure's log density per slot and fresh draws
+    from it, all functions of the model's value variables (a point)."""
+
+    def __init__(self, model, partition):
+        model = pm.modelcontext(model)
+        rv = _resolve_rv(model, partition)
+        if not is_partition(rv):
+            raise TypeError(f"{rv.name!r} is not a pmp.Partition variable")
+        self.likelihoods = nonconjugate_likelihoods(model, rv)
+        for free in model.free_RVs:
+            if free is not rv and rv in ancestors([free]):
+                raise ValueError(f"the free variable {free.name!r} depends on the partition {rv.name!r}: "
+                                 "NonConjugateGibbs would ignore it. If it holds the missing values of an observed "
+                                 "variable (PyMC imputes NaN in observed data), drop those items")
+        self.terms = PartitionTerms(model, rv, allow=self.likelihoods)
+        name, n = self.terms.name, self.terms.n
+        self.n = n
+        self.n_slots = self.terms.k if self.terms.k > 0 else n
+        if not self.likelihoods:
+            raise ValueError(f"the partition {name!r} has no likelihood that uses it through indexed parameters "
+                             f"(e.g. pm.Normal('y', mu=mu[{name}], ...)): nothing for NonConjugateGibbs to do")
+        collapsed = [obs.name for obs in model.observed_RVs if isinstance(obs.owner.op, CollapsedLikelihoodRV)
+                     and obs.owner.inputs[2] is rv]
+        if collapsed:
+            raise ValueError(f"the partition {name!r} has both collapsed likelihoods ({collapsed}) and non-conjugate "
+                             f"ones ({[o.name for o in self.likelihoods]}): mixing them on one partition is not "
+                             "supported yet; write the collapsed one with slot parameters too")
+        slots = set()
+        for obs in self.likelihoods:
+            direct, indexed, stray = _walk(model, rv, obs.owner.inputs)
+            if stray:
+                raise ValueError(f"{obs.name!r} uses the partition {name!r} other than as the index of slot "
+                                 f"parameters (write mu[{name}], one slot per possible block)")
+            if not indexed:
+                raise ValueError(f"{obs.name!r} depends on the partition {name!r} but indexes no free variable with "
+                                 f"it: write its cluster parameters as slots, e.g. mu = pm.Normal('mu', 0, 1, "
+                                 f"shape={self.n_slots}) and mu[{name}]")
+            both = direct & indexed
+            if both:
+                raise ValueError(f"{obs.name!r} uses {sorted(v.name for v in both)} both indexed by the partition "
+                                 f"{name!r} and otherwise: a slot parameter may enter the likelihood only as "
+                                 f"slot[{name}]")
+            slots |= indexed
+        self.slot_rvs = [v for v in model.free_RVs if v in slots]
+        self._check_slots(model, rv)
+        self._check_observed(model)
+        self.model = model
+        self.value_vars = list(model.value_vars)
+        self.value_names = [v.name for v in self.value_vars]
+        self.slot_values = [model.rvs_to_values[v] for v in self.slot_rvs]
+        self.slot_names = [v.name for v in self.slot_values]
+        self._compile(model, rv)
+
+    # ------------------------------------------------------------------ checks
+    def _check_slots(self, model, rv):
+        name, S = self.terms.name, self.n_slots
+        where = f"k={S} under its FiniteDirichlet prior" if self.terms.k > 0 else f"n={S}, its number of items"
+        point = model.initial_point(0)
+        for v in self.slot_rvs:
+            if v.ndim == 0:
+                raise ValueError(f"{v.name!r} is indexed by the partition {name!r} but is a scalar: give it one slot "
+                                 f"per possible block (shape={S})")
+            length = _static_first(v)
+            if length is None:
+                length = np.shape(point[model.rvs_to_values[v].name])[0]
+            if length != S:
+                raise ValueError(f"{v.name!r} is indexed by the partition {name!r}: its first axis must have one slot "
+                                 f"per possible block, {where}; got {length}")
+            if v.dtype.startswith(("int", "uint", "bool")):
+                raise ValueError(f"{v.name!r}: discrete slot parameters are not supported by NonConjugateGibbs yet")
+            if rv in ancestors([v]):
+                raise ValueError(f"the distribution of the slot variable {v.name!r} depends on the partition {name!r}: "
+                                 "slots must be iid draws from a base measure that does not involve the partition")
+            self._check_identical(v)
+        slot_set = set(self.slot_rvs)
+        ours = set(self.likelihoods) | slot_set | {rv}
+        for other in model.basic_RVs + model.potentials:
+            if other in ours:
+                continue
+            if slot_set & set(ancestors([other])):
+                raise ValueError(f"{other.name!r} depends on the slot variable(s) "
+                                 f"{sorted(s.name for s in slot_set & set(ancestors([other])))}: NonConjugateGibbs "
+                                 "updates slots from their base measure and the likelihoods indexed by the partition "
+                                 "only, and would ignore it")
+
+    def _check_identical(self, v):
+        """Refuse slots whose distribution's parameters vary along the slot axis (not iid)."""
+        op = v.owner.op
+        ndims_params = getattr(op, "ndims_params", None)
+        ndim_supp = getattr(op, "ndim_supp", None)
+        params = v.owner.inputs[2:]
+        if ndims_params is None or ndim_supp is None or len(ndims_params) != len(params):
+            return  # (not a plain RandomVariable: cannot tell; documented requirement)
+        batch = v.ndim - ndim_supp
+        for p, core in zip(params, ndims_params):
+            p_batch = p.type.ndim - core
+            if batch > 0 and p_batch == batch and p.type.shape[0] != 1:
+                raise ValueError(f"the slot variable {v.name!r} has a parameter that varies along its slot axis: the "
+                                 "slots must be identically distributed (a base measure), e.g. "
+                                 "pm.Normal('mu', 0.0, 3.0, shape=n) with scalar parameters")
+
+    def _check_observed(self, model):
+        for obs in self.likelihoods:
+            value = constant_value(model.rvs_to_values[obs])
+            if value is not None and not np.all(np.isfinite(np.asarray(value, dtype=np.float64))):
+                raise ValueError(f"{obs.name!r}: observed contains NaN or infinite values (PyMC would impute them as "
+                                 "free variables, which NonConjugateGibbs does not sample); drop those items")
+            if obs.ndim == 0 or (_static_first(obs) not in (None, self.n)):
+                raise ValueError(f"{obs.name!r}: a likelihood indexed by the partition {self.terms.name!r} must have "
+                                 f"its items on the first axis (length n={self.n}), got shape {obs.type.shape}")
+
+    # ------------------------------------------------------------------ compiled functions
+    def _compile(self, model, rv):
+        n, S = self.n, self.n_slots
+        terms = model.logp(vars=self.likelihoods, sum=False)
+        item = 0
+        for obs, t in zip(self.likelihoods, terms):
+            if t.ndim == 0:
+                raise ValueError(f"{obs.name!r}: its log-likelihood is not elementwise over items")
+            item = item + (t.sum(axis=tuple(range(1, t.ndim))) if t.ndim > 1 else t)
+        self._item_ll = pm.pytensorf.compile(self.value_vars, item, on_unused_input="ignore")
+        base = 0
+        for t in model.logp(vars=self.slot_rvs, sum=False, jacobian=True):
+            base = base + (t.sum(axis=tuple(range(1, t.ndim))) if t.ndim > 1 else t)
+        self._base_logp = pm.pytensorf.compile(self.value_vars, base, on_unused_input="ignore")
+        # fresh draws of every slot from the base measure, given the other variables' values, on the value scale
+        slot_set = set(self.slot_rvs)
+        others = [v for v in model.free_RVs if v not in slot_set]
+        replace = dict(zip(others, model.replace_rvs_by_values(others)))
+        draws = clone_replace(self.slot_rvs, replace=replace)
+        rngs = [v for v in ancestors(draws) if isinstance(v, SharedVariable) and isinstance(v.type, RandomGeneratorType)]
+        own = {r: pytensor.shared(np.random.default_rng(i)) for i, r in enumerate(rngs)}
+        draws = clone_replace(draws, replace=own)
+        outs = []
+        for rv_, d in zip(self.slot_rvs, draws):
+            tr = model.rvs_to_transforms.get(rv_)
+            outs.append(d if tr is None else tr.forward(d, *d.owner.inputs))
+        self._rngs = list(own.values())
+        self._draw = pm.pytensorf.compile(self.value_vars, outs, on_unused_input="ignore")
+        # elementwise over items: check that one item's label moves its term only
+        point = model.initial_point(0)
+        vals = self.values(point)
+        labels_at = self.value_names.index(self.terms.value_name)
+        slots = [np.asarray(x).copy() for x in self.draw(vals)]
+        z0 = np.zeros(n, vals[labels_at].dtype)
+        a = self.item_loglik(vals, z0, slots)
+        if a.shape != (n,):
+            raise ValueError(f"the log-likelihood of {[o.name for o in self.likelihoods]} has shape {a.shape}: its "
+                             f"first axis must be the n={n} items")
+        if n > 1 and S > 1:
+            z1 = z0.copy()
+            z1[n - 1] = 1
+            b = self.item_loglik(vals, z1, slots)
+            if not np.allclose(a[: n - 1], b[: n - 1], equal_nan=True):
+                raise ValueError(f"the log-likelihood of {[o.name for o in self.likelihoods]} is not elementwise over "
+                                 "items: item i's term must depend on its own label only")
+
+    def reseed(self, rng: np.random.Generator):
+        pm.pytensorf.reseed_rngs(self._rngs, rng.integers(2**63))
+
+    def values(self, point):
+        """The value variables' values, in order, from a point."""
+        return [point[name] for name in self.value_names]
+
+    def _with(self, values, labels=None, slots=None):
+        values = list(values)
+        if labels is not None:
+            values[self.value_names.index(self.terms.value_name)] = labels
+        if slots is not None:
+            for name, s in zip(self.slot_names, slots):
+                values[self.value_names.index(name)] = s
+        return values
+
+    def item_loglik(self, values, labels, slots):
+        """(n,) log-likelihood of every item given labels and slot values (value scale)."""
+        return np.asarray(self._item_ll(*self._with(values, labels, slots)), dtype=np.float64)
+
+    def base_logp(self, values, slots):
+        """(S,) log density of each slot under the base measure (value scale, with Jacobian)."""
+        return np.asarray(self._base_logp(*self._with(values, None, slots)), dtype=np.float64)
+
+    def draw(self, values):
+        """Fresh values of all slots from the base measure (value scale)."""
+        return [np.asarray(d) for d in self._draw(*values)]
+
+
+class NonConjugateGibbs(ChainSetupMixin, BlockedStep):
+    """Neal's (2000) Algorithm 8 for a partition whose clusters have parameters written as slots
+    (``mu = pm.Normal("mu", 0, 3, shape=n)``; ``pm.StudentT("y", 4, mu[z], sigma[z], observed=y)``).
+
+    A blocked step over the partition and its slot variables: labels by Algorithm 8 with ``m``
+    auxiliary parameters, then canonical relabelling with the slots, fresh base-measure draws for
+    the unused slots, and ``slot_steps`` random-walk Metropolis updates of all occupied slots at once
+    (one acceptance per slot; step size adapted during tuning only). Exact for any prior of the
+    package (CRP, Pitman-Yor, FiniteDirichlet). ``pm.sample`` assigns it automatically; the other
+    free variables (e.g. a shared ``nu``, ``alpha``) get their usual steps.
+
+    Parameters
+    ----------
+    vars : list
+        The Partition variable (its slot variables are found in the model), optionally with them.
+    m : int, default 3
+        Auxiliary parameters offered to each item (at most ``MAX_AUXILIARIES``, 1000: each costs
+        an evaluation of the log-likelihood of every item and n floats per sweep).
+    slot_steps : int, default 2
+        Metropolis updates of the occupied slots per draw.
+    scale : float, default 0.5
+        Initial random-walk step (value scale).
+
+    Sampler statistics: ``n_clusters``, ``slot_accept`` (mean acceptance of the slot updates),
+    ``slot_scale``, ``opened`` (blocks opened by the label sweep).
+
+    Examples
+    --------
+    >>> import numpy as np, pymc as pm, pymc_partitions as pmp
+    >>> y = np.r_[np.zeros(6) - 3.0, np.zeros(6) + 3.0]
+    >>> with pm.Model():
+    ...     z = pmp.Partition("z", pmp.CRP(1.0), n=12)
+    ...     mu = pm.Normal("mu", 0.0, 3.0, shape=12)
+    ...     obs = pm.Normal("y", mu=mu[z], sigma=1.0, observed=y)
+    ...     idata = pm.sample(draws=50, tune=50, chains=1, progressbar=False,
+    ...                       compute_convergence_checks=False, random_seed=1)
+    """
+
+    name = "nonconjugate_gibbs"
+    default_blocked = True
+    stats_dtypes_shapes = {"n_clusters": (np.int64, []), "slot_accept": (np.float64, []),
+                           "slot_scale": (np.float64, []), "opened": (np.int64, [])}
+
+    def __init__(self, vars=None, model=None, m=3, slot_steps=2, scale=0.5, rng=None, blocked=None, **kwargs):
+        model = pm.modelcontext(model)
+        if vars is None:
+            vars = [v for v in model.free_RVs if is_partition(v)]
+        vars = list(vars) if isinstance(vars, (list, tuple)) else [vars]
+        rvs = [_resolve_rv(model, v) for v in vars]
+        parts = [v for v in rvs if is_partition(v)]
+        if len(parts) != 1:
+            raise ValueError(f"NonConjugateGibbs updates one partition per step, got {len(parts)} among {vars}")
+        self.m = _checks.integer("m", m, low=1, high=MAX_AUXILIARIES, owner="NonConjugateGibbs")
+        self.slot_steps = _checks.integer("slot_steps", slot_steps, low=0, owner="NonConjugateGibbs")
+        if not (isinstance(scale, (int, float, np.floating, np.integer)) and not isinstance(scale, bool)
+                and math.isfinite(scale) and scale > 0):
+            raise ValueError(f"NonConjugateGibbs: scale must be a positive finite number, got {scale!r}")
+        self.nc = NonConjugateModel(model, parts[0])
+        extra = [v.name for v in rvs if v not in parts and v not in self.nc.slot_rvs]
+        if extra:
+            raise ValueError(f"NonConjugateGibbs: {extra} are not slot variables of the partition "
+                             f"{parts[0].name!r} (those are {[v.name for v in self.nc.slot_rvs]})")
+        self.terms = self.nc.terms
+        self.vars = [model.rvs_to_values[parts[0]]] + self.nc.slot_values
+        self.initial_scale = float(scale)
+        self.rng = np.random.default_rng(rng)
+        self.reset_chain(None, None)
+
+    def reset_chain(self, tune, draws):
+        self.scale = self.initial_scale
+        self.tuning = True
+        self._adapt_t = 0
+        self.nc.reseed(self.rng)
+
+    def stop_tuning(self):
+        self.tuning = False
+
+    @staticmethod
+    def competence(var, has_grad):
+        return Competence.INCOMPATIBLE  # assigned by the step-assignment guard, blocked with the slots
+
+    # ------------------------------------------------------------------ the draw
+    def _aux_loglik(self, values):
+        """(Laux (n, m), aux slot draws [aux][chunk] -> list of arrays): item i's auxiliary j is row
+        i - chunk * S of draw (j, chunk), chunk = i // S: every item has its own draws."""
+        n, S, m = self.nc.n, self.nc.n_slots, self.m
+        chunks = -(-n // S)
+        Laux = np.empty((n, m))
+        draws = []
+        labels_dtype = self.terms.dtype
+        for j in range(m):
+            per = []
+            for c in range(chunks):
+                slots = self.nc.draw(values)
+                lo, hi = c * S, min(n, (c + 1) * S)
+                labels = np.zeros(n, labels_dtype)
+                labels[lo:hi] = np.arange(hi - lo)
+                Laux[lo:hi, j] = self.nc.item_loglik(values, labels, slots)[lo:hi]
+                per.append(slots)
+            draws.append(per)
+        return Laux, draws
+
+    def step(self, point):
+        nc, n, S = self.nc, self.nc.n, self.nc.n_slots
+        given = self.terms.labels(point)
+        labels = canonicalize(given)
+        prior_params = np.array([*map(float, self.terms.hyper_values(point)[:2]), self.terms.k], np.float64)
+        self.terms.check_prior_params(prior_params)
+        values = nc.values(point)
+        K = int(labels.max()) + 1
+        first = _first_items(labels, K)
+        slots = [np.array(point[name], copy=True) for name in nc.slot_names]
+        for s in slots:  # block b's parameter in slot b (the labels given may be any labelling)
+            s[:K] = s[given[first]]
+        # 1. labels: Algorithm 8
+        cap = K + self.m + 4
+        table = [np.empty((cap,) + s.shape[1:], s.dtype) for s in slots]
+        for t, s in zip(table, slots):
+            t[:K] = s[:K]
+        dtype = self.terms.dtype
+        L = np.zeros((n, cap))
+        for k in range(K):
+            L[:, k] = nc.item_loglik(values, np.full(n, k, dtype), slots)
+        Laux, aux = self._aux_loglik(values)
+        opened = [0]
+        scratch = [s.copy() for s in slots]
+
+        def open_block(i, j, slot):
+            c, r = divmod(i, S)
+            for q, t in enumerate(table):
+                if slot >= t.shape[0]:
+                    grown = np.empty((2 * slot + 2,) + t.shape[1:], t.dtype)
+                    grown[: t.shape[0]] = t
+                    table[q] = t = grown
+                t[slot] = aux[j][c][q][r]
+                scratch[q][0] = t[slot]
+            opened[0] += 1
+            return nc.item_loglik(values, np.zeros(n, dtype), scratch)
+
+        order = self.rng.permutation(n)
+        slot_of, L = algorithm8_sweep(labels, L, Laux, order, self.rng.random(n), self.terms.prior_code,
+                                      prior_params, open_block)
+        # 2. canonical relabelling, slots with the labels; free slots from the base measure
+        new = canonicalize(slot_of)
+        K = int(new.max()) + 1
+        perm = slot_of[_first_items(new, K)]
+        slots = nc.draw(values)
+        slots = [np.array(s, copy=True) for s in slots]
+        for s, t in zip(slots, table):
+            s[:K] = t[perm]
+        item_ll = L[np.arange(n), slot_of]
+        labels = new.astype(dtype)
+        # 3. occupied slots: vectorised random-walk Metropolis, one decision per slot
+        accept = []
+        base = nc.base_logp(values, slots)[:K]
+        for _ in range(self.slot_steps):
+            prop = [s.copy() for s in slots]
+            for p in prop:
+                p[:K] = p[:K] + self.scale * self.rng.standard_normal(p[:K].shape)
+            ll_new = nc.item_loglik(values, labels, prop)
+            base_new = nc.base_logp(values, prop)[:K]
+            delta = (base_new - base + np.bincount(labels, ll_new, minlength=K)
+                     - np.bincount(labels, item_ll, minlength=K))
+            delta = np.where(np.isnan(delta), -np.inf, delta)
+            ok = np.log(self.rng.random(K)) < delta
+            for s, p in zip(slots, prop):
+                s[:K][ok] = p[:K][ok]
+            base = np.where(ok, base_new, base)
+            item_ll = np.where(ok[labels], ll_new, item_ll)
+            accept.append(ok.mean())
+        rate = float(np.mean(accept)) if accept else float("nan")
+        if self.tuning and accept:
+            self._adapt_t += 1
+            self.scale *= math.exp((rate - 0.3) / math.sqrt(self._adapt_t))
+        out = dict(point)
+        out[self.terms.value_name] = labels
+        for name, s in zip(nc.slot_names, slots):
+            out[name] = s.astype(point[name].dtype, copy=False)
+        return out, [{"n_clusters": K, "slot_accept": rate, "slot_scale": self.scale, "opened": opened[0]}]
+
+
+def _first_items(labels, K):
+    """The first item of each of the K blocks of canonical ``labels``."""
+    first = np.zeros(K, np.int64)
+    first[labels[::-1]] = np.arange(labels.shape[0])[::-1]
+    return first
+
+
+def nonconjugate_partitions(model) -> list:
+    """The partitions of ``model`` with non-conjugate likelihoods (what needs :class:`NonConjugateGibbs`)."""
+    return [rv for rv in model.free_RVs if is_partition(rv) and nonconjugate_likelihoods(model, rv)]
+
+
+def add_nonconjugate_steps(model, step):
+    """``step`` (None, a step or a list) plus a :class:`NonConjugateGibbs` for every partition with
+    non-conjugate likelihoods that no given step covers (what ``pm.sample`` assigns)."""
+    parts = nonconjugate_partitions(model)
+    if not parts:
+        return step
+    given = [] if step is None else (list(step) if isinstance(step, (list, tuple)) else [step])
+    covered = set()
+    for s in given:
+        covered |= set(getattr(s, "vars", None) or [])
+    added = []
+    for rv in parts:
+        if model.rvs_to_values[rv] in covered:
+            continue
+        slots = slot_variables(model, rv)
+        taken = [v.name for v in slots if model.rvs_to_values[v] in covered]
+        if taken:
+            raise ValueError(f"the slot variable(s) {taken} of the partition {rv.name!r} are given to another step, "
+                             f"but the partition is not: give them to pmp.NonConjugateGibbs([{rv.name}]) together "
+                             "(the labels and slots are updated as one block)")
+        added.append(NonConjugateGibbs([rv], model=model))
+    return step if not added else given + added
