@@ -5,6 +5,7 @@ estimates of E[share of the largest cluster | gene data] at a fixed CPU budget p
     python benchmarks/bench_parallel_accuracy.py                  # 200 processes x 0.5 CPU s each
     python benchmarks/bench_parallel_accuracy.py --processes 1000 --budget 2 --truth-sweeps 1000000  # fuller
     python benchmarks/bench_parallel_accuracy.py --budget 0.1     # a harder, shorter budget
+    python benchmarks/bench_parallel_accuracy.py --truth 0.32074 0.00005   # skip the long chains
 
 Model: the gene data (``pmp.datasets.load_gene()``, n = 200, D = 50), CRP(1), NormalNormal with
 mu0 = 0, sigma0 = 0.5, sigma = 1.3 (as ``bench_coupling.py``); h(z) = size of the largest block / n.
@@ -12,19 +13,19 @@ mu0 = 0, sigma0 = 0.5, sigma = 1.3 (as ``bench_coupling.py``); h(z) = size of th
 Each simulated "process" gets ``--budget`` CPU seconds (``time.process_time`` inside a worker, so a
 busy machine slows the run but does not shorten a process's work) for each estimator:
 
-* single chain: Gibbs sweeps from a prior draw until the budget is spent; the ergodic average of h
+* single chain: Gibbs sweeps from ``--init`` (default one block, as seed 000's runs) until the budget is spent; the ergodic average of h
   over sweeps k .. end (the same burn-in k as the coupled chains);
-* coupled chains: OT-coupled pairs (``coupling.parallel.UnbiasedJob``, prior-drawn starts, lag 1)
+* coupled chains: OT-coupled pairs (``coupling.parallel.UnbiasedJob``, the same starts, lag 1)
   giving H_{k:m} (``coupling.unbiased.run_pair``, the machinery of ``pmp.sample_unbiased``), as
   many as the budget allows; a pair still running when the budget ends is discarded, except the
   first, which always completes (Glynn & Heidelberger 1990: averaging only completed attempts with
   at least one forced has a bias exponentially small in budget / attempt time); the process
   reports the mean of its pairs.
 
-k and m come from a pilot of ``--pilot`` pairs: ``suggest_k_m(tau, quantile=0.9, multiple=5)`` (change
-with ``--quantile``, ``--multiple``).
+k and m come from a pilot of ``--pilot`` pairs: ``suggest_k_m(tau, quantile=0.99, multiple=10)`` (the
+package's defaults, Jacob et al. 2020's advice; change with ``--quantile``, ``--multiple``).
 Ground truth: ``--truth-chains`` single chains of ``--truth-sweeps`` sweeps (burn-in 1000) from
-prior draws; its standard error the larger of the batch means' (50 batches per chain) and the chain means'.
+``--init``; its standard error the larger of the batch means' (50 batches per chain) and the chain means'.
 
 Aggregation over M processes (as the figure): the mean of the first M processes' estimates, its
 error against the ground truth and +-2 SE (the SD across all processes / sqrt M). Then, from all
@@ -99,10 +100,11 @@ def coupled_chains(job, seed, budget):
     """(mean of the pairs' H_{k:m}, pairs completed, pairs that did not meet) within ``budget`` CPU s."""
     deadline = time.process_time() + budget
     estimates, unmet = [], 0
-    seeds = np.random.SeedSequence(seed).spawn(100_000)
-    for j, s in enumerate(seeds):
+    root = np.random.SeedSequence(seed)
+    for j in range(1_000_000):
         if j > 0 and time.process_time() >= deadline:
             break
+        s = root.spawn(1)[0]  # (one at a time: spawning many up front costs CPU seconds)
         stop = None if j == 0 else (lambda: "budget" if time.process_time() >= deadline else None)
         try:
             r = job.run(s, should_stop=stop)
@@ -160,14 +162,19 @@ def main():
     parser.add_argument("--truth-chains", type=int, default=4)
     parser.add_argument("--truth-sweeps", type=int, default=250_000)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--quantile", type=float, default=0.9, help="k = this quantile of the pilot's meeting times")
-    parser.add_argument("--multiple", type=int, default=5, help="m = multiple * k")
+    parser.add_argument("--truth", type=float, nargs=2, metavar=("VALUE", "SE"),
+                        help="a ground truth computed before (skips the long chains)")
+    parser.add_argument("--init", default="one_block", choices=["one_block", "prior"],
+                        help="start of every chain (seed 000's runs: one block)")
+    parser.add_argument("--quantile", type=float, default=0.99, help="k = this quantile of the pilot's meeting times")
+    parser.add_argument("--multiple", type=int, default=10, help="m = multiple * k")
     args = parser.parse_args()
     print(f"# bench_parallel_accuracy: Python {platform.python_version()}, {os.cpu_count()} cores, "
           f"load {os.getloadavg()[0]:.2f}; {args.processes} processes x {args.budget} CPU s per estimator, "
+          f"init {args.init}, "
           f"{args.workers} workers", flush=True)
     fam, code, params = gene_inputs()
-    base = dict(pack=fam, prior_code=code, prior_params=params, h=largest_share, coupling="ot", init="prior")
+    base = dict(pack=fam, prior_code=code, prior_params=params, h=largest_share, coupling="ot", init=args.init)
     w0 = time.perf_counter()
     with cf.ProcessPoolExecutor(args.workers, initializer=_init,
                                 initargs=(UnbiasedJob(**base, k=0, m=0, max_iter=5000),)) as pool:
@@ -181,15 +188,19 @@ def main():
     job = UnbiasedJob(**base, k=k, m=m, max_iter=max(5000, 20 * m))
     with cf.ProcessPoolExecutor(args.workers, initializer=_init, initargs=(job,)) as pool:
         c0 = time.perf_counter()
-        chains = list(pool.map(truth_chain, [(args.seed + 1000 + c, args.truth_sweeps)
-                                             for c in range(args.truth_chains)]))
-        means = np.array([h.mean() for h in chains])
-        batch = np.concatenate([h[: h.size // 50 * 50].reshape(50, -1).mean(axis=1) for h in chains])
-        truth = float(means.mean())  # SE: the larger of batch means' and the chain means' (their spread)
-        truth_se = float(max(batch.std(ddof=1) / np.sqrt(batch.size), means.std(ddof=1) / np.sqrt(means.size)))
-        print(f"ground truth: {truth:.5f} +- {truth_se:.5f} (SE; {args.truth_chains} chains x "
-              f"{args.truth_sweeps} sweeps after 1000, chain means {np.round(means, 5).tolist()}; "
-              f"{time.perf_counter() - c0:.0f} s wall)", flush=True)
+        if args.truth is not None:
+            truth, truth_se = args.truth
+            print(f"ground truth: {truth:.5f} +- {truth_se:.5f} (given with --truth)")
+        else:
+            chains = list(pool.map(truth_chain, [(args.seed + 1000 + c, args.truth_sweeps)
+                                                 for c in range(args.truth_chains)]))
+            means = np.array([h.mean() for h in chains])
+            batch = np.concatenate([h[: h.size // 50 * 50].reshape(50, -1).mean(axis=1) for h in chains])
+            truth = float(means.mean())  # SE: the larger of batch means' and the chain means' (their spread)
+            truth_se = float(max(batch.std(ddof=1) / np.sqrt(batch.size), means.std(ddof=1) / np.sqrt(means.size)))
+            print(f"ground truth: {truth:.5f} +- {truth_se:.5f} (SE; {args.truth_chains} chains x "
+                  f"{args.truth_sweeps} sweeps after 1000, chain means {np.round(means, 5).tolist()}; "
+                  f"{time.perf_counter() - c0:.0f} s wall)", flush=True)
         rows = list(pool.map(one_process, [(args.seed + 10_000 + r, args.budget) for r in range(args.processes)],
                              chunksize=1))
     wall = time.perf_counter() - w0
