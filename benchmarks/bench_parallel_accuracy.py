@@ -214,6 +214,10 @@ def main():
     var_s, var_c = s.var(ddof=1), c.var(ddof=1)
     print(f"single: bias {bias_s:+.5f} (+- {2 * np.sqrt(var_s / s.size):.5f}), SD per process {np.sqrt(var_s):.5f}")
     print(f"coupled: bias {bias_c:+.5f} (+- {2 * np.sqrt(var_c / c.size):.5f}), SD per process {np.sqrt(var_c):.5f}")
+    qs = np.quantile(c, [0.0, 0.01, 0.5, 0.99, 1.0])
+    print(f"coupled estimates per process: min / 1% / median / 99% / max = {' / '.join(f'{v:.4f}' for v in qs)}; "
+          f"SD without the 1% farthest from the median: "
+          f"{np.std(c[np.argsort(np.abs(c - np.median(c)))[: int(0.99 * c.size)]], ddof=1):.5f}")
     print("\n| M | single: error | single: +-2 SE | single covers truth | coupled: error | coupled: +-2 SE | "
           "coupled covers truth | predicted RMSE single | predicted RMSE coupled |")
     print("|---|---|---|---|---|---|---|---|---|")
