@@ -13,8 +13,9 @@ mu0 = 0, sigma0 = 0.5, sigma = 1.3 (as ``bench_coupling.py``); h(z) = size of th
 Each simulated "process" gets ``--budget`` CPU seconds (``time.process_time`` inside a worker, so a
 busy machine slows the run but does not shorten a process's work) for each estimator:
 
-* single chain: Gibbs sweeps from ``--init`` (default one block, as seed 000's runs) until the budget is spent; the ergodic average of h
-  over sweeps k .. end (the same burn-in k as the coupled chains);
+* single chain: Gibbs sweeps from ``--init`` (default one block, as seed 000's runs) until the
+  budget is spent; the ergodic average of h over sweeps k .. end (the same burn-in k as the
+  coupled chains);
 * coupled chains: OT-coupled pairs (``coupling.parallel.UnbiasedJob``, the same starts, lag 1)
   giving H_{k:m} (``coupling.unbiased.run_pair``, the machinery of ``pmp.sample_unbiased``), as
   many as the budget allows; a pair still running when the budget ends is discarded, except the
@@ -30,9 +31,10 @@ Ground truth: ``--truth-chains`` single chains of ``--truth-sweeps`` sweeps (bur
 Aggregation over M processes (as the figure): the mean of the first M processes' estimates, its
 error against the ground truth and +-2 SE (the SD across all processes / sqrt M). Then, from all
 processes, each estimator's bias (mean - truth) and variance per process, the predicted RMSE
-sqrt(bias^2 + var / M) (coupled: sqrt(var / M), they are unbiased; their measured bias is the check)
-and the crossover M* = (var_c - var_s) / bias_s^2 beyond which coupled chains win, with the number of pairs that M* processes run. The processes run in batches
-on ``--workers`` worker processes (2 cores here). Prints tables; never fails.
+sqrt(bias^2 + var / M) (coupled: sqrt(var / M), they are unbiased; their measured bias is the
+check) and the crossover M* = (var_c - var_s) / bias_s^2 beyond which coupled chains win, with the
+number of pairs that M* processes run. The processes run in batches on ``--workers`` worker
+processes (2 cores here). Prints tables; never fails.
 """
 
 from __future__ import annotations
@@ -232,8 +234,8 @@ def main():
         print(f"| {M} | {obs} | {np.sqrt(bias_s ** 2 + var_s / M):.5f} | {np.sqrt(var_c / M):.5f} |")
     gap = bias_s ** 2  # the coupled estimates are unbiased (their bias above is the check)
     se_bias = np.sqrt(var_s / s.size + truth_se ** 2)
-    print(f"\nsingle-chain bias {bias_s:+.5f}, SE {se_bias:.5f} (processes and ground truth): "
-          f"{'significant' if abs(bias_s) > 2 * se_bias else 'NOT significant at 2 SE: the crossover below is not measured'}")
+    verdict = "significant" if abs(bias_s) > 2 * se_bias else "NOT significant at 2 SE: the crossover is not measured"
+    print(f"\nsingle-chain bias {bias_s:+.5f}, SE {se_bias:.5f} (processes and ground truth): {verdict}")
     if gap > 0 and var_c > var_s:
         cross = (var_c - var_s) / gap
         print(f"\ncrossover (predicted RMSE): coupled chains win from M* = {cross:.0f} processes, i.e. "
