@@ -1,0 +1,251 @@
+#!/usr/bin/env python
+"""Seed 000 Fig. 2B at reduced scale: parallelism vs accuracy of single-chain and coupled-chain
+estimates of E[share of the largest cluster | gene data] at a fixed CPU budget per process.
+
+    python benchmarks/bench_parallel_accuracy.py                  # 200 processes x 0.5 CPU s each
+    python benchmarks/bench_parallel_accuracy.py --processes 1000 --budget 2 --truth-sweeps 1000000  # fuller
+    python benchmarks/bench_parallel_accuracy.py --budget 0.1     # a harder, shorter budget
+    python benchmarks/bench_parallel_accuracy.py --truth 0.32074 0.00005   # skip the long chains
+
+Model: the gene data (``pmp.datasets.load_gene()``, n = 200, D = 50), CRP(1), NormalNormal with
+mu0 = 0, sigma0 = 0.5, sigma = 1.3 (as ``bench_coupling.py``); h(z) = size of the largest block / n.
+
+Each simulated "process" gets ``--budget`` CPU seconds (``time.process_time`` inside a worker, so a
+busy machine slows the run but does not shorten a process's work) for each estimator:
+
+* single chain: Gibbs sweeps from ``--init`` (default one block, as seed 000's runs) until the
+  budget is spent; the ergodic average of h over sweeps k .. end (the same burn-in k as the
+  coupled chains);
+* coupled chains: OT-coupled pairs (``coupling.parallel.UnbiasedJob``, the same starts, lag 1)
+  giving H_{k:m} (``coupling.unbiased.run_pair``, the machinery of ``pmp.sample_unbiased``), as
+  many as the budget allows; a pair still running when the budget ends is discarded, except the
+  first, which always completes (Glynn & Heidelberger 1990: averaging only completed attempts with
+  at least one forced has a bias exponentially small in budget / attempt time); the process
+  reports the mean of its pairs.
+
+k and m come from a pilot of ``--pilot`` pairs: ``suggest_k_m(tau, quantile=0.99, multiple=10)`` (the
+package's defaults, Jacob et al. 2020's advice; change with ``--quantile``, ``--multiple``).
+Ground truth: ``--truth-chains`` single chains of ``--truth-sweeps`` sweeps (burn-in 1000) from
+``--init``; its standard error the larger of the batch means' (50 batches per chain) and the chain means'.
+
+Aggregation over M processes (as the figure): the mean of the first M processes' estimates, its
+error against the ground truth and +-2 SE (the SD across all processes / sqrt M). Then, from all
+processes, each estimator's bias (mean - truth) and variance per process, the predicted RMSE
+sqrt(bias^2 + var / M) (coupled: sqrt(var / M), they are unbiased; their measured bias is the
+check) and the crossover M* = (var_c - var_s) / bias_s^2 beyond which coupled chains win, with the
+number of pairs that M* processes run. The processes run in batches on ``--workers`` worker
+processes (2 cores here). Prints tables; never fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures as cf
+import os
+import platform
+import time
+
+import numpy as np
+
+import pymc_partitions as pmp
+from pymc_partitions.coupling.parallel import UnbiasedJob
+from pymc_partitions.coupling.unbiased import PairStopped, suggest_k_m
+
+MS = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000)
+
+
+def largest_share(labels):
+    return np.array([np.bincount(labels).max() / labels.shape[0]])
+
+
+def gene_inputs():
+    """(pack, prior code, prior params) of the gene model, built from the PyMC model."""
+    import pymc as pm
+
+    from pymc_partitions.pymc.terms import PartitionTerms
+
+    g = pmp.datasets.load_gene()
+    with pm.Model() as model:
+        z = pmp.Partition("z", pmp.CRP(1.0), n=len(g))
+        pmp.NormalNormal("y", partition=z, mu0=0.0, sigma0=0.5, sigma=1.3, observed=g)
+    terms = PartitionTerms(model, "z")
+    params, fam = terms.kernel_inputs(model.initial_point())
+    return fam, terms.prior_code, params
+
+
+_JOB = None
+
+
+def _init(job):
+    global _JOB
+    _JOB = job
+    job.warm_up()
+    job.run(np.random.SeedSequence(12345))  # (loads every compiled function a pair uses, before any clock)
+
+
+def single_chain(job, rng, budget, k):
+    """(ergodic average of h over sweeps k.., sweeps run) within ``budget`` CPU seconds."""
+    kernel = job.kernel()
+    x = kernel.start(job.initial_labels(rng))
+    deadline = time.process_time() + budget
+    total, count, t = 0.0, 0, 0
+    while time.process_time() < deadline or t <= k:  # at least k sweeps + 1 (else there is no average)
+        kernel.sweep(x, kernel.random_numbers(rng))
+        t += 1
+        if t >= k:
+            total += largest_share(x.labels())[0]
+            count += 1
+    return total / count, t
+
+
+def coupled_chains(job, seed, budget):
+    """(mean of the pairs' H_{k:m}, pairs completed, pairs that did not meet) within ``budget`` CPU s."""
+    deadline = time.process_time() + budget
+    estimates, unmet = [], 0
+    root = np.random.SeedSequence(seed)
+    for j in range(1_000_000):
+        if j > 0 and time.process_time() >= deadline:
+            break
+        s = root.spawn(1)[0]  # (one at a time: spawning many up front costs CPU seconds)
+        stop = None if j == 0 else (lambda: "budget" if time.process_time() >= deadline else None)
+        try:
+            r = job.run(s, should_stop=stop)
+        except PairStopped:
+            break
+        if r.met:
+            estimates.append(float(r.estimate[0]))
+        else:
+            unmet += 1
+    return (float(np.mean(estimates)) if estimates else np.nan), len(estimates), unmet
+
+
+def one_process(args):
+    seed, budget = args
+    job = _JOB
+    rng = np.random.default_rng([seed, 0])
+    c0 = time.process_time()
+    s, sweeps = single_chain(job, rng, budget, job.k)
+    c1 = time.process_time()
+    c, pairs, unmet = coupled_chains(job, [seed, 1], budget)
+    c2 = time.process_time()
+    return s, sweeps, c1 - c0, c, pairs, unmet, c2 - c1
+
+
+def truth_chain(args):
+    seed, sweeps = args
+    job = _JOB
+    rng = np.random.default_rng([seed, 7])
+    kernel = job.kernel()
+    x = kernel.start(job.initial_labels(rng))
+    hs = np.empty(sweeps)
+    for t in range(1000 + sweeps):
+        kernel.sweep(x, kernel.random_numbers(rng))
+        if t >= 1000:
+            hs[t - 1000] = largest_share(x.labels())[0]
+    return hs
+
+
+def pilot_taus(args):
+    seed, count = args
+    job = _JOB
+    out = []
+    for s in np.random.SeedSequence([seed, 3]).spawn(count):
+        r = job.run(s)
+        out.append(r.tau if r.met else -1)
+    return out
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--processes", type=int, default=200)
+    parser.add_argument("--budget", type=float, default=0.5, help="CPU seconds per process and estimator")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--pilot", type=int, default=100)
+    parser.add_argument("--truth-chains", type=int, default=4)
+    parser.add_argument("--truth-sweeps", type=int, default=250_000)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--truth", type=float, nargs=2, metavar=("VALUE", "SE"),
+                        help="a ground truth computed before (skips the long chains)")
+    parser.add_argument("--init", default="one_block", choices=["one_block", "prior"],
+                        help="start of every chain (seed 000's runs: one block)")
+    parser.add_argument("--quantile", type=float, default=0.99, help="k = this quantile of the pilot's meeting times")
+    parser.add_argument("--multiple", type=int, default=10, help="m = multiple * k")
+    args = parser.parse_args()
+    print(f"# bench_parallel_accuracy: Python {platform.python_version()}, {os.cpu_count()} cores, "
+          f"load {os.getloadavg()[0]:.2f}; {args.processes} processes x {args.budget} CPU s per estimator, "
+          f"init {args.init}, "
+          f"{args.workers} workers", flush=True)
+    fam, code, params = gene_inputs()
+    base = dict(pack=fam, prior_code=code, prior_params=params, h=largest_share, coupling="ot", init=args.init)
+    w0 = time.perf_counter()
+    with cf.ProcessPoolExecutor(args.workers, initializer=_init,
+                                initargs=(UnbiasedJob(**base, k=0, m=0, max_iter=5000),)) as pool:
+        per = -(-args.pilot // args.workers)
+        taus = np.concatenate([np.asarray(t) for t in pool.map(
+            pilot_taus, [(args.seed + w, per) for w in range(args.workers)])])
+    k, m = suggest_k_m(taus, quantile=args.quantile, multiple=args.multiple)
+    met = taus[taus >= 0]
+    print(f"\npilot: {taus.size} pairs, meeting times median {np.median(met):.0f}, 90% {np.quantile(met, 0.9):.0f}, "
+          f"max {met.max()}, unmet {np.sum(taus < 0)}; k = {k}, m = {m}", flush=True)
+    job = UnbiasedJob(**base, k=k, m=m, max_iter=max(5000, 20 * m))
+    with cf.ProcessPoolExecutor(args.workers, initializer=_init, initargs=(job,)) as pool:
+        c0 = time.perf_counter()
+        if args.truth is not None:
+            truth, truth_se = args.truth
+            print(f"ground truth: {truth:.5f} +- {truth_se:.5f} (given with --truth)")
+        else:
+            chains = list(pool.map(truth_chain, [(args.seed + 1000 + c, args.truth_sweeps)
+                                                 for c in range(args.truth_chains)]))
+            means = np.array([h.mean() for h in chains])
+            batch = np.concatenate([h[: h.size // 50 * 50].reshape(50, -1).mean(axis=1) for h in chains])
+            truth = float(means.mean())  # SE: the larger of batch means' and the chain means' (their spread)
+            truth_se = float(max(batch.std(ddof=1) / np.sqrt(batch.size), means.std(ddof=1) / np.sqrt(means.size)))
+            print(f"ground truth: {truth:.5f} +- {truth_se:.5f} (SE; {args.truth_chains} chains x "
+                  f"{args.truth_sweeps} sweeps after 1000, chain means {np.round(means, 5).tolist()}; "
+                  f"{time.perf_counter() - c0:.0f} s wall)", flush=True)
+        rows = list(pool.map(one_process, [(args.seed + 10_000 + r, args.budget) for r in range(args.processes)],
+                             chunksize=1))
+    wall = time.perf_counter() - w0
+    s, sweeps, s_cpu, c, pairs, unmet, c_cpu = (np.array(v, float) for v in zip(*rows))
+    ok = np.isfinite(c)
+    print(f"\nper process: single chain {np.mean(sweeps):.0f} sweeps in {np.mean(s_cpu):.2f} CPU s; coupled "
+          f"{np.mean(pairs):.1f} pairs (min {pairs.min():.0f}, max {pairs.max():.0f}) in {np.mean(c_cpu):.2f} CPU s; "
+          f"pairs not met {unmet.sum():.0f}; processes without a met pair {np.sum(~ok)}; wall {wall:.0f} s", flush=True)
+    c = c[ok]
+    bias_s, bias_c = s.mean() - truth, c.mean() - truth
+    var_s, var_c = s.var(ddof=1), c.var(ddof=1)
+    print(f"single: bias {bias_s:+.5f} (+- {2 * np.sqrt(var_s / s.size):.5f}), SD per process {np.sqrt(var_s):.5f}")
+    print(f"coupled: bias {bias_c:+.5f} (+- {2 * np.sqrt(var_c / c.size):.5f}), SD per process {np.sqrt(var_c):.5f}")
+    qs = np.quantile(c, [0.0, 0.01, 0.5, 0.99, 1.0])
+    print(f"coupled estimates per process: min / 1% / median / 99% / max = {' / '.join(f'{v:.4f}' for v in qs)}; "
+          f"SD without the 1% farthest from the median: "
+          f"{np.std(c[np.argsort(np.abs(c - np.median(c)))[: int(0.99 * c.size)]], ddof=1):.5f}")
+    print("\n| M | single: error | single: +-2 SE | single covers truth | coupled: error | coupled: +-2 SE | "
+          "coupled covers truth | predicted RMSE single | predicted RMSE coupled |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for M in MS:
+        if M <= min(s.size, c.size):
+            es, ec = s[:M].mean() - truth, c[:M].mean() - truth
+            ses, sec = (np.sqrt(var_s / M), np.sqrt(var_c / M)) if M > 1 else (np.sqrt(var_s), np.sqrt(var_c))
+            obs = (f"{es:+.5f} | {2 * ses:.5f} | {'yes' if abs(es) <= 2 * ses else 'NO'} | {ec:+.5f} | {2 * sec:.5f} | "
+                   f"{'yes' if abs(ec) <= 2 * sec else 'NO'}")
+        else:
+            obs = "- | - | - | - | - | -"
+        print(f"| {M} | {obs} | {np.sqrt(bias_s ** 2 + var_s / M):.5f} | {np.sqrt(var_c / M):.5f} |")
+    gap = bias_s ** 2  # the coupled estimates are unbiased (their bias above is the check)
+    se_bias = np.sqrt(var_s / s.size + truth_se ** 2)
+    verdict = "significant" if abs(bias_s) > 2 * se_bias else "NOT significant at 2 SE: the crossover is not measured"
+    print(f"\nsingle-chain bias {bias_s:+.5f}, SE {se_bias:.5f} (processes and ground truth): {verdict}")
+    if gap > 0 and var_c > var_s:
+        cross = (var_c - var_s) / gap
+        print(f"\ncrossover (predicted RMSE): coupled chains win from M* = {cross:.0f} processes, i.e. "
+              f"{cross * np.mean(pairs):.0f} pairs ({np.mean(pairs):.1f} per process)")
+    elif var_c <= var_s:
+        print("\ncoupled chains win at every M (their variance per process is not larger)")
+    else:
+        print("\nno crossover: the single chains show no bias")
+    print(f"load at the end {os.getloadavg()[0]:.2f}")
+
+
+if __name__ == "__main__":
+    main()
