@@ -380,6 +380,14 @@ class CollapsedLikelihoodRV(RandomVariable):
         predictive densities) at numeric hyperparameter values, for data of dimension ``dim``."""
         raise NotImplementedError
 
+    #: what a new point of this likelihood is, for messages (``pmp.predictive_density``)
+    point_hint: str = ""
+
+    def point_dim(self, rv, dim):
+        """Columns of a new point of likelihood ``rv`` whose data have ``dim`` columns (the family's
+        ``log_predictive`` reads such rows): ``dim`` here."""
+        return dim
+
     @staticmethod
     def partition_input(rv):
         """The partition variable a likelihood ``rv`` depends on."""
@@ -1388,6 +1396,11 @@ class NormalLinearRegressionRV(CollapsedLikelihoodRV):
 
     def family(self, dim, X, mu0, cov0, a0, b0):
         return NormalLinearRegressionFamily(X, mu0, cov0, a0, b0)
+
+    point_hint = "a new item of a regression is the row [x_1, ..., x_p, y]: its covariates, then its response"
+
+    def point_dim(self, rv, dim):
+        return int(variable_shape(rv.owner.inputs[3])[1]) + 1
 
 
 _REPLICATE_OPS[NormalLinearRegressionRV] = _replicate_op(NormalLinearRegressionRV())
