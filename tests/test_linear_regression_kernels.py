@@ -201,3 +201,59 @@ def test_arm_with_gibbs_matches_enumeration():
         out[t] = labels
     assert accepted > 1000
     check_against(parts, exact, out[200:], [out[200:].max(axis=1)], wrong=wrong)
+
+
+# ----------------------------------------------------------------------------- the numpy family (predictive, draws)
+
+
+def test_family_log_predictive_equals_the_oracle_and_the_kernels():
+    from pymc_partitions.families.predictive import NormalLinearRegressionFamily
+
+    X, y, hyper, pk = _setup(n=8, p=3, seed=7)
+    fam = NormalLinearRegressionFamily(X, **hyper)
+    labels = np.array([0, 0, 1, 0, 1, 2, 2, 1])
+    post = fam.posterior(labels, 3, y)
+    rng = np.random.default_rng(8)
+    points = np.c_[np.ones(5), rng.normal(size=(5, 2)), rng.normal(size=5)]
+    got = fam.log_predictive(post, points)
+    for g, pt in enumerate(points):
+        for k in range(4):  # k = 3: the empty block (prior predictive)
+            ref = ref_log_predictive_linear_regression(X[labels == k], y[labels == k], pt[:3], pt[3], **hyper)
+            assert got[g, k] == pytest.approx(ref, rel=1e-10)
+    # the compiled kernels' predictive of the same points
+    st = _table(pk, 4)
+    scratch = np.zeros(4)
+    for i, b in enumerate(labels):
+        _update(pk, st, b, i, 1.0, scratch)
+    x_pts = np.ascontiguousarray(points)
+    for g in range(5):
+        out = np.zeros(4)
+        K.pack_log_preds(pk.codes, pk.dims, pk.data_off, pk.stat_off, pk.hyper_off, pk.hyper, st, np.arange(4), 4,
+                         x_pts, g, scratch, out)
+        np.testing.assert_allclose(out, got[g], rtol=1e-10)
+    with pytest.raises(ValueError, match=r"rows \[x \(p=3 covariates\), y\]"):
+        fam.log_predictive(post, points[:, 1:])
+
+
+def test_family_draws_have_the_conjugate_moments():
+    """sigma^2 | data ~ InvGamma(a, b) (KS), beta | data has mean m and covariance b / (a - 1) Lam^{-1}."""
+    from scipy import stats
+
+    from pymc_partitions.families.predictive import NormalLinearRegressionFamily
+
+    X, y, hyper, _ = _setup(n=9, p=2, seed=9)
+    fam = NormalLinearRegressionFamily(X, **hyper)
+    labels = np.array([0, 0, 0, 0, 1, 1, 1, 1, 1])
+    post = fam.posterior(labels, 2, y)
+    rng = np.random.default_rng(10)
+    draws = [fam.draw(post, rng) for _ in range(20000)]
+    beta = np.array([d["beta"] for d in draws])
+    sigma = np.array([d["sigma"] for d in draws])
+    for b in range(2):
+        assert stats.kstest(sigma[:, b] ** 2, stats.invgamma(post.a[b], scale=post.b[b]).cdf).pvalue > 1e-3
+        cov = post.b[b] / (post.a[b] - 1.0) * np.linalg.inv(post.prec[b])
+        z = (beta[:, b].mean(axis=0) - post.mean[b]) / np.sqrt(np.diag(cov) / len(draws))
+        assert np.abs(z).max() < 4.5
+        np.testing.assert_allclose(np.cov(beta[:, b].T), cov, rtol=0.08, atol=0.02 * np.abs(cov).max())
+    rep = fam.replicate(draws[0], labels, rng)
+    assert rep.shape == (9, 1)

@@ -206,3 +206,20 @@ def test_hostile_arguments_are_refused_by_name():
         with pm.Model():
             z = pmp.Partition("z", pmp.CRP(1.0), n=n)
             pmp.NormalLinearRegression("y", partition=z, X=pm.Normal("X", shape=(n, 2)), observed=y)
+
+
+def test_predictive_density_and_join_probabilities_take_rows_of_covariates_and_response():
+    n = 6
+    model = _model(n)
+    with model:
+        idata = pm.sample(draws=30, tune=10, random_seed=1, **{k: v for k, v in SAMPLE.items() if k != "tune"})
+    X, y = regressions(n)
+    rows = np.c_[X[:2], y[:2]]
+    dens = pmp.predictive_density(idata, rows, model=model)["density"].values
+    assert dens.shape == (2,) and np.all(dens > 0)
+    probs = pmp.join_probabilities(idata, rows, model=model)
+    np.testing.assert_allclose(probs.values.sum(axis=1), 1.0)
+    with pytest.raises(ValueError, match=r"shape \(G, 3\) \(a new item of a regression is the row \[x_1"):
+        pmp.predictive_density(idata, y[:2], model=model)
+    params = pmp.cluster_parameters(idata, model, draws=3, random_seed=0)
+    assert params["y_beta"].shape[-1] == 2 and "y_sigma" in params
