@@ -223,3 +223,31 @@ def test_predictive_density_and_join_probabilities_take_rows_of_covariates_and_r
         pmp.predictive_density(idata, y[:2], model=model)
     params = pmp.cluster_parameters(idata, model, draws=3, random_seed=0)
     assert params["y_beta"].shape[-1] == 2 and "y_sigma" in params
+
+
+def test_logp_with_random_hyperparameters_equals_the_kernels():
+    """mu0, cov0 (a diagonal), a0 and b0 PyMC variables: the model's logp at random points equals the
+    kernels' log joint built from the step's view of the same point (PartitionTerms)."""
+    from pymc_partitions.samplers.gibbs import log_joint
+
+    n = 8
+    X, y = regressions(n)
+    with pm.Model() as model:
+        alpha = pm.Gamma("alpha", 2.0, 1.0)
+        z = pmp.Partition("z", pmp.CRP(alpha), n=n)
+        mu0 = pm.Normal("mu0", 0.0, 1.0, shape=2)
+        cov0 = pm.HalfNormal("cov0", 2.0, shape=2)
+        a0 = pm.Gamma("a0", 3.0, 1.0)
+        b0 = pm.HalfNormal("b0", 2.0)
+        pmp.NormalLinearRegression("y", partition=z, X=X, mu0=mu0, cov0=cov0, a0=a0, b0=b0, observed=y)
+    logp = model.compile_logp(vars=[model["z"]] + model.observed_RVs, jacobian=False)
+    terms = PartitionTerms(model, model["z"])
+    point = model.initial_point()
+    rng = np.random.default_rng(4)
+    for _ in range(5):
+        for name in point:
+            if name != "z":
+                point[name] = point[name] + rng.normal(size=np.shape(point[name])) * 0.3
+        point["z"] = rng.integers(0, 4, n)
+        params, pack = terms.kernel_inputs(point)
+        assert logp(point) == pytest.approx(log_joint(point["z"], pack, terms.prior_code, params), rel=1e-9)
