@@ -251,3 +251,36 @@ def test_logp_with_random_hyperparameters_equals_the_kernels():
         point["z"] = rng.integers(0, 4, n)
         params, pack = terms.kernel_inputs(point)
         assert logp(point) == pytest.approx(log_joint(point["z"], pack, terms.prior_code, params), rel=1e-9)
+
+
+@pytest.mark.parametrize("steps", ["pgsm", "sams", "split_merge"])
+def test_every_partition_step_matches_enumeration_through_pm_sample(steps):
+    """CollapsedGibbs with each split-merge step on the regression likelihood: the exact posterior
+    (scipy oracle) at n = 6. (ARM's moves are checked against enumeration on the kernel,
+    tests/test_linear_regression_kernels.py: its population step through pm.sample takes minutes.)"""
+    n = 6
+    model = _model(n)
+    z = model["z"]
+    with model:
+        make = {"pgsm": pmp.PGSM, "sams": pmp.SAMS, "split_merge": pmp.SplitMerge}[steps]
+        idata = pm.sample(draws=4000, step=[pmp.CollapsedGibbs([z]), make([z])], random_seed=9, **SAMPLE)
+    ref = _reference(n)
+    prior = pmp.CRP(1.2)
+    parts, exact = exact_posterior(n, lambda p: ref(p) + prior.log_eppf(p))
+    zs, lj, k = _draws(idata)
+    check_against(parts, exact, zs, [lj, k])
+
+
+def test_sample_unbiased_on_a_regression():
+    """Coupled chains meet on the regression likelihood, and the unbiased estimate of the expected
+    number of clusters agrees with enumeration."""
+    n = 6
+    model = _model(n)
+    ref = _reference(n)
+    prior = pmp.CRP(1.2)
+    parts, exact = exact_posterior(n, lambda p: ref(p) + prior.log_eppf(p))
+    truth = float(np.sum(exact * np.array([len(np.unique(p)) for p in parts])))
+    est = pmp.sample_unbiased(model, h={"k": pmp.h.n_clusters}, n_pairs=300, random_seed=1, progressbar=False, cores=1)
+    row = pmp.summarize_unbiased(est).loc["k"]
+    assert row["n_met"] == 300
+    assert abs(row["mean"] - truth) < 4.5 * row["se"]
