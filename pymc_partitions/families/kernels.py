@@ -26,6 +26,9 @@ Family codes and layouts (``D`` = data dimension):
                  here treat it as inert (log predictive and log marginal 0); its graph is in the
                  hyper vector (``network.network_hyper``) and the kernels that support it add
                  the block-pair terms (``samplers.network``). Data: one unused column (D = 1).
+``GAMMA_POISSON``, ``DIRICHLET_CATEGORICAL``, ``LINEAR_REGRESSION`` (clusters of regressions: data
+                 rows [x (p), y], D = p + 1; add/remove O(p^2) by rank-one Cholesky updates): layouts
+                 in the blocks at the end of this module.
 """
 
 from __future__ import annotations
