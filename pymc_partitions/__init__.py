@@ -3,7 +3,8 @@
 Partition priors (:class:`CRP`, :class:`PitmanYor`, :class:`FiniteDirichlet`), the
 :class:`Partition` random variable, collapsed conjugate likelihoods (:class:`NormalNormal`,
 :class:`NormalInverseWishart`, :class:`BetaBernoulli`, :class:`GammaPoisson` for counts,
-:class:`DirichletCategorical` for categorical variables; a pointwise log-likelihood for
+:class:`DirichletCategorical` for categorical variables, :class:`NormalLinearRegression` for
+clusters of regressions; a pointwise log-likelihood for
 ``az.loo``: :func:`pointwise_log_likelihood`, also filled in by ``pm.compute_log_likelihood``;
 :func:`loo`, ``az.loo`` with items whose Pareto tail is a single value handled exactly)
 and step methods for ``pm.sample``
@@ -36,7 +37,7 @@ from .priors import CRP, FiniteDirichlet, PitmanYor
 from .pymc.compat import add_groups, posterior_dataset
 from .results.files import load, save
 from .pymc.distributions import BetaBernoulli, BetaBernoulliNetwork, NormalInverseWishart, NormalNormal, Partition
-from .pymc.distributions import DirichletCategorical, GammaPoisson
+from .pymc.distributions import DirichletCategorical, GammaPoisson, NormalLinearRegression
 from .results.loo import loo, pointwise_log_likelihood
 from .coupling import functions as h  # pmp.h: the functions of a partition for sample_unbiased
 import sys as _sys
@@ -75,6 +76,7 @@ __all__ = [
     "pointwise_log_likelihood",
     "loo",
     "DirichletCategorical",
+    "NormalLinearRegression",
     "CollapsedGibbs",
     "GibbsSplitMerge",
     "SubClusterSplitMerge",

@@ -46,6 +46,20 @@ def categories(n, seed=0):
     return np.c_[c0, c1], np.array([3, 2])
 
 
+LR_MU0 = np.array([0.5, -0.2])
+LR_COV0 = np.array([[2.0, 0.3], [0.3, 1.0]])
+
+
+def regressions(n, seed=0):
+    """(design (n, 2) with an intercept, responses (n,)): two lines tied to the groups of :func:`data`."""
+    rng = np.random.default_rng(seed + 300)
+    group = np.arange(n) % 2
+    x = rng.uniform(-2.0, 2.0, n)
+    X = np.c_[np.ones(n), x]
+    y = np.where(group == 1, 1.0 + 2.0 * x, -1.0 - 1.0 * x) + 0.7 * rng.standard_normal(n)
+    return X, y
+
+
 def family_parts(family, n, seed=0):
     """Kernel parts ``[(code, data, hyper)]`` and the matching PyMC likelihood arguments."""
     y, b = data(n, seed)
@@ -64,6 +78,9 @@ def family_parts(family, n, seed=0):
         cats, n_cat = categories(n, seed)
         return [(kernels.DIRICHLET_CATEGORICAL, kernels.dirichlet_categorical_data(cats, n_cat),
                  kernels.dirichlet_categorical_hyper([[0.5, 1.0, 2.0], [1.0, 0.3, 0.0]], n_cat))]
+    if family == "lr":  # clusters of regressions on an intercept and one covariate
+        X, yr = regressions(n, seed)
+        return [(kernels.LINEAR_REGRESSION, np.c_[X, yr], kernels.linear_regression_hyper(LR_MU0, LR_COV0, 2.0, 1.5, 2))]
     if family == "multi":
         return family_parts("diag", n, seed) + family_parts("bb", n, seed)
     if family in ("net", "netdir"):

@@ -106,3 +106,41 @@ def ref_log_marginal_dirichlet_categorical(Yb, a, n_categories):
             total += float(np.log(conc[Yb[i, d]] / conc.sum()))
             conc[Yb[i, d]] += 1.0
     return total
+
+
+def ref_log_marginal_linear_regression(Xb, yb, mu0, cov0, a0, b0):
+    """Clusters of regressions, y = X beta + e, e ~ N(0, sigma^2 I), beta | sigma^2 ~ N(mu0, sigma^2 cov0),
+    sigma^2 ~ InvGamma(a0, b0): the block's responses are one multivariate Student t,
+    y_b ~ t_{2 a0}(X_b mu0, (b0 / a0) (I + X_b cov0 X_b^T)) (beta and sigma^2 integrated out in one step)."""
+    Xb = np.atleast_2d(np.asarray(Xb, float))
+    yb = np.asarray(yb, float).reshape(-1)
+    m = yb.size
+    if m == 0:
+        return 0.0
+    p = Xb.shape[1]
+    mu0 = np.broadcast_to(np.asarray(mu0, float), (p,))
+    cov0 = np.asarray(cov0, float)
+    if cov0.ndim < 2:
+        cov0 = np.diag(np.broadcast_to(cov0, (p,)))
+    shape = (b0 / a0) * (np.eye(m) + Xb @ cov0 @ Xb.T)
+    return float(stats.multivariate_t(loc=Xb @ mu0, shape=shape, df=2.0 * a0).logpdf(yb))
+
+
+def ref_log_predictive_linear_regression(Xb, yb, x, y, mu0, cov0, a0, b0):
+    """Log predictive of one item (x, y) given the block (Xb, yb): the Student t of the posterior
+    (from the normal equations, written independently of the kernels)."""
+    Xb = np.asarray(Xb, float).reshape(-1, np.size(x))
+    yb = np.asarray(yb, float).reshape(-1)
+    p = Xb.shape[1]
+    mu0 = np.broadcast_to(np.asarray(mu0, float), (p,))
+    cov0 = np.asarray(cov0, float)
+    if cov0.ndim < 2:
+        cov0 = np.diag(np.broadcast_to(cov0, (p,)))
+    prec0 = np.linalg.inv(cov0)
+    prec = prec0 + Xb.T @ Xb
+    mean = np.linalg.solve(prec, prec0 @ mu0 + Xb.T @ yb)
+    a = a0 + 0.5 * yb.size
+    b = b0 + 0.5 * (yb @ yb + mu0 @ prec0 @ mu0 - mean @ prec @ mean)
+    x = np.asarray(x, float)
+    scale = np.sqrt(b / a * (1.0 + x @ np.linalg.solve(prec, x)))
+    return float(stats.t(df=2.0 * a, loc=x @ mean, scale=scale).logpdf(y))

@@ -17,6 +17,7 @@ from pymc_partitions import datasets
         (datasets.load_wine_classes, (178,), np.int64),
         (datasets.load_iris, (150, 4), np.float64),
         (datasets.load_iris_classes, (150,), np.int64),
+        (datasets.load_ethanol, (88, 3), np.float64),
     ],
 )
 def test_shape_dtype_finite(loader, shape, dtype):
@@ -89,6 +90,14 @@ def test_iris_known_values():
     np.testing.assert_allclose(x.mean(axis=0), [5.8433, 3.0573, 3.758, 1.1993], atol=1e-4)
     # setosa is separated from the other two by petal length
     assert x[c == 0, 2].max() < x[c != 0, 2].min()
+
+
+def test_ethanol_known_values():
+    x = datasets.load_ethanol()
+    np.testing.assert_array_equal(x[0], [3.741, 12.0, 0.907])
+    np.testing.assert_array_equal(x[-1], [1.9, 18.0, 0.655])
+    np.testing.assert_allclose(x.mean(axis=0), [1.957375, 12.034091, 0.926477], atol=1e-6)
+    assert sorted(set(x[:, 1].tolist())) == [7.5, 9.0, 12.0, 15.0, 18.0]  # the engine's compression ratios
 
 
 def test_fresh_copies():

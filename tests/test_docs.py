@@ -125,6 +125,20 @@ def test_karate_irm_example_runs(tmp_path):
     assert (tmp_path / "karate_coclustering.png").stat().st_size > 1000
 
 
+def test_ethanol_regressions_example_runs(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "ethanol_regressions.py"), "--quick"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=CHILD_PYTHON_TIMEOUT,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    k = re.search(r"point estimate: (\d+) clusters, sizes \[(\d+), (\d+)", proc.stdout)
+    assert k and k.group(1) == "2", proc.stdout  # the lean and the rich branch
+    slopes = [float(v) for v in re.findall(r"E = [0-9.]+ \+ (-?[0-9.]+) NOx", proc.stdout)]
+    assert len(slopes) == 2 and min(slopes) < 0 < max(slopes), proc.stdout  # one rising, one falling line
+    assert (tmp_path / "ethanol_regressions.png").stat().st_size > 10_000
+
+
 def test_unbiased_example_runs(tmp_path):
     proc = subprocess.run(
         [sys.executable, str(ROOT / "examples" / "unbiased_gene.py"), "--quick"],

@@ -80,7 +80,7 @@ def run_gibbs(pack, labels=None):
     ((K.DIAG_NORMAL, data(), np.ones(5)), r"DIAG_NORMAL: the hyper vector must have length 13 for D = 2"),
     ((K.GRAPH, np.ones((N, 3)), np.zeros(0)), "GRAPH: data must be the n x n adjacency matrix"),
     ((K.GRAPH, 2 * np.eye(N), np.zeros(0)), "GRAPH: the adjacency matrix must hold 0/1 entries"),
-    ((7, data(), np.zeros(3)), "unknown family code 7"),
+    ((99, data(), np.zeros(3)), "unknown family code 99"),  # (7 is LINEAR_REGRESSION)
 ])
 def test_unrepresentable_inputs_are_refused_at_build(part, match):
     with pytest.raises(ValueError, match=match):

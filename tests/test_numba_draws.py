@@ -11,7 +11,7 @@ import pymc as pm
 import pytest
 
 import pymc_partitions as pmp
-from models import categories, counts, data
+from models import categories, counts, data, regressions
 from pymc_partitions.pymc import numba_draws
 from pymc_partitions.pymc.compat import posterior_dataset
 
@@ -19,6 +19,7 @@ N = 6
 Y, B = data(N)
 C = counts(N)
 CAT, NCAT = categories(N)
+XR, YR = regressions(N)
 FAMILIES = {
     "diag": lambda z: pmp.NormalNormal("y", partition=z, mu0=0.0, sigma0=2.0, sigma=1.0, observed=Y),
     "full": lambda z: pmp.NormalNormal("y", partition=z, mu0=0.0, cov0=4.0 * np.eye(2), cov=np.eye(2), observed=Y),
@@ -28,6 +29,8 @@ FAMILIES = {
     "gamma_poisson": lambda z: pmp.GammaPoisson("y", partition=z, alpha=1.0, beta=1.0, observed=C),
     "dirichlet_categorical": lambda z: pmp.DirichletCategorical("y", partition=z, a=1.0, n_categories=NCAT,
                                                                 observed=CAT),
+    "regression": lambda z: pmp.NormalLinearRegression("y", partition=z, X=XR, mu0=0.0, cov0=4.0, a0=2.0, b0=1.0,
+                                                       observed=YR),
 }
 QUIET = dict(progressbar=False)
 SEED_CHECKED = ("niw", "gamma_poisson")  # one continuous and one discrete family's replicate op
@@ -46,7 +49,8 @@ def test_forward_draws_without_object_mode_warnings(family):
         seeds = (1, 1, 2) if family in SEED_CHECKED else (1,)
         replicates = [posterior_dataset(pm.sample_posterior_predictive(idata, random_seed=seed, **QUIET),
                                         "posterior_predictive")["y"].values for seed in seeds]
-    observed = {"beta_bernoulli": B, "gamma_poisson": C, "dirichlet_categorical": CAT}.get(family, Y)
+    observed = {"beta_bernoulli": B, "gamma_poisson": C, "dirichlet_categorical": CAT,
+                "regression": YR[:, None]}.get(family, Y)
     assert replicates[0].shape == (1, 10, *observed.shape)
     if family in SEED_CHECKED:
         np.testing.assert_array_equal(replicates[0], replicates[1])  # the seed decides

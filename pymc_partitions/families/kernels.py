@@ -26,6 +26,9 @@ Family codes and layouts (``D`` = data dimension):
                  here treat it as inert (log predictive and log marginal 0); its graph is in the
                  hyper vector (``network.network_hyper``) and the kernels that support it add
                  the block-pair terms (``samplers.network``). Data: one unused column (D = 1).
+``GAMMA_POISSON``, ``DIRICHLET_CATEGORICAL``, ``LINEAR_REGRESSION`` (clusters of regressions: data
+                 rows [x (p), y], D = p + 1; add/remove O(p^2) by rank-one Cholesky updates): layouts
+                 in the blocks at the end of this module.
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ GRAPH = 3
 NETWORK = 4
 GAMMA_POISSON = 5  # count families: layouts and code in the block at the end of this module
 DIRICHLET_CATEGORICAL = 6
+LINEAR_REGRESSION = 7  # layouts and code in the block at the end of this module
 
 LOG_2PI = math.log(2.0 * math.pi)
 LOG_PI = math.log(math.pi)
@@ -206,6 +210,8 @@ def _bb_refresh(st, b, so, hp, ho, dim):
 @numba.njit(cache=True, error_model="numpy")
 def family_init(code, st, b, so, hp, ho, dim):
     """Statistics of an empty block."""
+    if code == LINEAR_REGRESSION:
+        return _lr_init(st, b, so, hp, ho, dim)
     if code >= GAMMA_POISSON:
         return _counts_init(code, st, b, so, hp, ho, dim)
     for j in range(stats_width_compiled(code, dim)):
@@ -223,6 +229,8 @@ def family_init(code, st, b, so, hp, ho, dim):
 @numba.njit(cache=True, error_model="numpy")
 def stats_width_compiled(code, dim):
     """Row width of a family's block statistics (the one definition; see the module docstring)."""
+    if code == LINEAR_REGRESSION:
+        return (dim - 1) * (dim - 1) + 3 * (dim - 1) + 7
     if code >= GAMMA_POISSON:
         return _counts_width(code, dim)
     if code == DIAG_NORMAL:
@@ -254,9 +262,31 @@ def _chol_rank_one(st, b, base, dim, v, sign):
             v[i] = c * v[i] - s * lik
 
 
+@numba.njit(cache=True, error_model="numpy")
+def _chol_into(st, b, base, dim, work):
+    """Lower Cholesky factor (row-major, at ``st[b, base:]``) of the symmetric matrix whose lower
+    triangle is ``work[r * dim + c]``, c <= r; pivots that rounding makes non-positive become 1e-300
+    (the matrices factorised here are a positive definite one plus a positive semi-definite one)."""
+    for c in range(dim):
+        v = work[c * dim + c]
+        for q in range(c):
+            v -= st[b, base + c * dim + q] * st[b, base + c * dim + q]
+        if v <= 0.0:
+            v = 1e-300
+        lcc = math.sqrt(v)
+        st[b, base + c * dim + c] = lcc
+        for r in range(c + 1, dim):
+            v = work[r * dim + c]
+            for q in range(c):
+                v -= st[b, base + r * dim + q] * st[b, base + c * dim + q]
+            st[b, base + r * dim + c] = v / lcc
+
+
 @numba.njit(cache=True, fastmath=_FAST, error_model="numpy")
 def family_update(code, st, b, so, x, i, xo, hp, ho, dim, sign, scratch):
     """Add (``sign = 1``) or remove (``sign = -1``) point ``i`` from block ``b``'s statistics."""
+    if code == LINEAR_REGRESSION:
+        return _lr_update(st, b, so, x, i, xo, hp, ho, dim, sign, scratch)
     if code >= GAMMA_POISSON:
         return _counts_update(code, st, b, so, x, i, xo, hp, ho, dim, sign)
     if code == DIAG_NORMAL:
@@ -317,6 +347,8 @@ def family_log_preds(code, st, blocks, n_blocks, so, x, i, xo, hp, ho, dim, scra
     One call per point and family, with the family's branch outside the loop over blocks: the
     cost per candidate block is then only the arithmetic.
     """
+    if code == LINEAR_REGRESSION:
+        return _lr_log_preds(st, blocks, n_blocks, so, x, i, xo, dim, scratch, out)
     if code >= GAMMA_POISSON:
         return _counts_log_preds(code, st, blocks, n_blocks, so, x, i, xo, hp, ho, dim, out)
     if code == DIAG_NORMAL:
@@ -370,6 +402,8 @@ def family_log_marginal(code, st, b, so, hp, ho, dim):
     m = st[b, so]
     if m < 0.5:
         return 0.0
+    if code == LINEAR_REGRESSION:
+        return _lr_log_marginal(st, b, so, hp, ho, dim)
     if code >= GAMMA_POISSON:
         return _counts_log_marginal(code, st, b, so, hp, ho, dim)
     out = 0.0
@@ -413,7 +447,8 @@ def family_log_marginal(code, st, b, so, hp, ho, dim):
 
 CEILING = 1e300  # bound on every magnitude the kernels may form (float64 overflows at 1.8e308)
 FAMILY_NAMES = {DIAG_NORMAL: "DIAG_NORMAL", NIW: "NIW", BETA_BERNOULLI: "BETA_BERNOULLI", GRAPH: "GRAPH",
-                NETWORK: "NETWORK", GAMMA_POISSON: "GAMMA_POISSON", DIRICHLET_CATEGORICAL: "DIRICHLET_CATEGORICAL"}
+                NETWORK: "NETWORK", GAMMA_POISSON: "GAMMA_POISSON", DIRICHLET_CATEGORICAL: "DIRICHLET_CATEGORICAL",
+                LINEAR_REGRESSION: "LINEAR_REGRESSION"}
 
 
 def hyper_length(code: int, dim: int, n: int) -> int:
@@ -429,6 +464,8 @@ def hyper_length(code: int, dim: int, n: int) -> int:
         return _network.HEAD + n + 1
     if code in _COUNTS_HYPER:
         return _COUNTS_HYPER[code] * dim
+    if code == LINEAR_REGRESSION:
+        return lr_hyper_length(dim - 1)
     return 0
 
 
@@ -607,6 +644,12 @@ def check_representable(code: int, data: np.ndarray, hyper: np.ndarray) -> None:
         if not summary[1]:
             raise ValueError("GRAPH: the adjacency matrix must hold 0/1 entries")
         return
+    if code == LINEAR_REGRESSION:
+        try:
+            _check_linear_regression(summary, hp, n, dim)
+        except ValueError as err:
+            raise ValueError(f"LINEAR_REGRESSION: {err}") from None
+        return
     if code >= GAMMA_POISSON:
         try:
             _check_counts(code, np.ascontiguousarray(x), summary, hp, n, dim)
@@ -705,7 +748,8 @@ class FamilyPack(NamedTuple):
 
 
 _WIDTH = {DIAG_NORMAL: (4, 2), NIW: (3, 5), BETA_BERNOULLI: (3, 1), GRAPH: (1, 2), NETWORK: (0, 1),
-          GAMMA_POISSON: (3, 2), DIRICHLET_CATEGORICAL: (2, 1)}  # a D + b (+ D^2 for NIW)
+          GAMMA_POISSON: (3, 2), DIRICHLET_CATEGORICAL: (2, 1),
+          LINEAR_REGRESSION: (1, 3)}  # a D + b (+ D^2 for NIW, + (D - 1)^2 for LINEAR_REGRESSION)
 
 
 def check_pack(pack, owner: str | None = None) -> FamilyPack:
@@ -728,6 +772,7 @@ def check_pack(pack, owner: str | None = None) -> FamilyPack:
             a, b = _WIDTH.get(code, (0, -1))
             ok = (ok and b >= 0 and dim >= 1 and 0 <= do and do + dim <= cols and 0 <= so and 0 <= ho
                   and so + a * dim + b + (dim * dim if code == NIW else 0) <= width
+                  and (code != LINEAR_REGRESSION or (dim >= 2 and so + stats_width(code, dim) <= width))
                   and ho + hyper_length(code, dim, n) <= hp.shape[0] and (code != GRAPH or dim == n)
                   and (code != NETWORK or (dim == 1 and _network_layout_ok(hp, ho, n))))
     except (AttributeError, TypeError, ValueError):
@@ -808,6 +853,8 @@ def merge_work_size(codes, dims) -> int:
     for code, dim in zip(np.asarray(codes).tolist(), np.asarray(dims).tolist()):
         if code == NIW:
             size = max(size, dim * dim + 2 * dim)
+        elif code == LINEAR_REGRESSION:
+            size = max(size, dim * dim)
     return size
 
 
@@ -842,19 +889,7 @@ def _niw_merge(st, dst, src, so, hp, ho, dim, work):
                       - hp[h_chol + r * dim + q] * hp[h_chol + c * dim + q])
             s += c_a * work[da_at + r] * work[da_at + c] - c_0 * work[d0_at + r] * work[d0_at + c]
             work[s_at + r * dim + c] = s
-    for c in range(dim):  # Cholesky factorisation into dst's factor (row-major, lower)
-        v = work[s_at + c * dim + c]
-        for q in range(c):
-            v -= st[dst, base + c * dim + q] * st[dst, base + c * dim + q]
-        if v <= 0.0:  # rounding only: S_AB is S_A plus a positive semi-definite matrix
-            v = 1e-300
-        lcc = math.sqrt(v)
-        st[dst, base + c * dim + c] = lcc
-        for r in range(c + 1, dim):
-            v = work[s_at + r * dim + c]
-            for q in range(c):
-                v -= st[dst, base + r * dim + q] * st[dst, base + c * dim + q]
-            st[dst, base + r * dim + c] = v / lcc
+    _chol_into(st, dst, base, dim, work)  # S_AB is S_A plus a positive semi-definite matrix (s_at = 0)
     st[dst, so] = m_a + m_b
     for d in range(dim):
         st[dst, so + 1 + d] += st[src, so + 1 + d]
@@ -872,6 +907,8 @@ def family_merge(code, st, dst, src, so, hp, ho, dim, members, start, count, wor
         for c in range(stats_width_compiled(code, dim)):
             st[dst, so + c] = st[src, so + c]
         return
+    if code == LINEAR_REGRESSION:
+        return _lr_merge(st, dst, src, so, hp, ho, dim, work)
     if code >= GAMMA_POISSON:
         return _counts_merge(code, st, dst, src, so, hp, ho, dim)
     if code == DIAG_NORMAL:
@@ -905,6 +942,10 @@ def family_set_stats(code, st, b, so, x, items, start, count, xo, hp, ho, dim, s
     NIW and GRAPH add the items one by one."""
     family_init(code, st, b, so, hp, ho, dim)
     if count == 0:
+        return
+    if code == LINEAR_REGRESSION:  # rank-one updates: O(count p^2)
+        for t in range(start, start + count):
+            _lr_update(st, b, so, x, items[t], xo, hp, ho, dim, 1.0, scratch)
         return
     if code >= GAMMA_POISSON:
         return _counts_set_stats(code, st, b, so, x, items, start, count, xo, hp, ho, dim)
@@ -1192,3 +1233,199 @@ def _check_counts(code, x, summary, hp, n, dim):
         per = np.abs(gammaln(a + n)) + np.abs(gammaln(a)) + np.abs(gammaln(tot + n)) + np.abs(np.log(a)) + 1.0
         _too_big(float(4.0 * (n + 1) * per.sum()), "4 (n + 1) times the log-gamma terms of the log marginals",
                  "decrease a")
+
+
+# ----------------------------------------------------------------------------- linear regression
+#
+# LINEAR_REGRESSION  clusters of regressions: y_i = x_i . beta_b + e_i, e_i ~ N(0, sigma_b^2), with the
+#                 Normal-inverse-Gamma prior beta_b | sigma_b^2 ~ N(mu0, sigma_b^2 cov0),
+#                 sigma_b^2 ~ InvGamma(a0, b0) (shape, scale). Data row i = [x_i (p), y_i], so D = p + 1.
+#                 With Lam0 = cov0^{-1} = L0 L0^T: hyper ``[mu0 (p), L0 (p*p), r0 = Lam0 mu0 (p), a0, b0,
+#                 mu0' Lam0 mu0, log-marginal constant a0 log b0 - lgamma(a0) + log|L0|]``;
+#                 stats ``[m, r = r0 + X'y (p), y'y, L (p*p) with L L^T = Lam_m = Lam0 + X'X, w = L^{-1} r (p),
+#                 b_m, a_m + 1/2, c, 1/(2 b_m), log|L|, 1/diag(L) (p)]`` where a_m = a0 + m/2,
+#                 b_m = b0 + (y'y + mu0' Lam0 mu0 - |w|^2) / 2 and c = lgamma(a_m + 1/2) - lgamma(a_m)
+#                 - log(2 pi b_m) / 2. The posterior mean of beta is L^{-T} w. The log predictive of a
+#                 point (x, y) is a Student t with 2 a_m degrees of freedom: with u = L^{-1} x, q = |u|^2,
+#                 e = y - u . w: c - log(1 + q) / 2 - (a_m + 1/2) log(1 + e^2 / (2 b_m (1 + q))).
+#                 Adding or removing a point: one rank-one (up/down)date of L and one triangular solve,
+#                 O(p^2); a candidate block's log predictive: one triangular solve, O(p^2). The union of
+#                 two blocks (family_merge): Lam_A + Lam_B - Lam0 factorised once, O(p^3).
+
+
+def lr_hyper_length(p: int) -> int:
+    """Length of the LINEAR_REGRESSION hyper vector for ``p`` covariates."""
+    return p * p + 2 * p + 4
+
+
+def linear_regression_hyper(mu0, cov0, a0, b0, p) -> np.ndarray:
+    """Hyper vector of the LINEAR_REGRESSION family (layout above) for ``p`` covariates: ``mu0`` a scalar
+    or length p, ``cov0`` a scalar, length-p diagonal or p x p positive definite matrix."""
+    mu0 = np.broadcast_to(np.asarray(mu0, float), (p,)).astype(float)
+    cov0 = np.asarray(cov0, float)
+    if cov0.ndim < 2:
+        cov0 = np.diag(np.broadcast_to(cov0, (p,)).astype(float))
+    prec0 = np.linalg.inv(cov0)
+    prec0 = 0.5 * (prec0 + prec0.T)
+    chol0 = np.linalg.cholesky(prec0)
+    r0 = prec0 @ mu0
+    log_l0 = float(np.log(np.diag(chol0)).sum())
+    a0, b0 = float(a0), float(b0)
+    const = a0 * math.log(b0) - math.lgamma(a0) + log_l0
+    return np.concatenate([mu0, chol0.ravel(), r0, [a0, b0, float(mu0 @ r0), const]])
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _lr_refresh(st, b, so, hp, ho, dim):
+    p = dim - 1
+    base = so + 2 + p  # L
+    w_at = base + p * p
+    tail = w_at + p
+    m = st[b, so]
+    q = 0.0
+    logdet = 0.0
+    for a in range(p):  # w = L^{-1} r
+        v = st[b, so + 1 + a]
+        for c in range(a):
+            v -= st[b, base + a * p + c] * st[b, w_at + c]
+        diag = st[b, base + a * p + a]
+        inv = 1.0 / diag
+        st[b, tail + 5 + a] = inv
+        v *= inv
+        st[b, w_at + a] = v
+        q += v * v
+        logdet += math.log(diag)
+    a0 = hp[ho + p * p + 2 * p]
+    b0 = hp[ho + p * p + 2 * p + 1]
+    quad = st[b, so + 1 + p] + hp[ho + p * p + 2 * p + 2] - q
+    if quad < 0.0:  # rounding only: the quadratic form is non-negative
+        quad = 0.0
+    b_m = b0 + 0.5 * quad
+    a_m = a0 + 0.5 * m
+    st[b, tail] = b_m
+    st[b, tail + 1] = a_m + 0.5
+    st[b, tail + 2] = math.lgamma(a_m + 0.5) - math.lgamma(a_m) - 0.5 * (LOG_2PI + math.log(b_m))
+    st[b, tail + 3] = 0.5 / b_m
+    st[b, tail + 4] = logdet
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _lr_init(st, b, so, hp, ho, dim):
+    p = dim - 1
+    st[b, so] = 0.0
+    for a in range(p):
+        st[b, so + 1 + a] = hp[ho + p + p * p + a]
+    st[b, so + 1 + p] = 0.0
+    for j in range(p * p):
+        st[b, so + 2 + p + j] = hp[ho + p + j]
+    _lr_refresh(st, b, so, hp, ho, dim)
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _lr_update(st, b, so, x, i, xo, hp, ho, dim, sign, scratch):
+    p = dim - 1
+    st[b, so] += sign
+    if sign < 0.0 and st[b, so] < 0.5:
+        _lr_init(st, b, so, hp, ho, dim)  # exact reset: no drift in an emptied block
+        return
+    y = x[i, xo + p]
+    for a in range(p):
+        v = x[i, xo + a]
+        st[b, so + 1 + a] += sign * v * y
+        scratch[a] = v
+    st[b, so + 1 + p] += sign * y * y
+    _chol_rank_one(st, b, so + 2 + p, p, scratch, sign)
+    _lr_refresh(st, b, so, hp, ho, dim)
+
+
+@numba.njit(cache=True, fastmath=_FAST, error_model="numpy")
+def _lr_log_preds(st, blocks, n_blocks, so, x, i, xo, dim, scratch, out):
+    p = dim - 1
+    base = so + 2 + p
+    w_at = base + p * p
+    tail = w_at + p
+    y = x[i, xo + p]
+    for j in range(n_blocks):
+        b = blocks[j]
+        q = 0.0  # forward solve L u = x: q = |u|^2, loc = u . w
+        loc = 0.0
+        for a in range(p):
+            v = x[i, xo + a]
+            for c in range(a):
+                v -= st[b, base + a * p + c] * scratch[c]
+            u = v * st[b, tail + 5 + a]
+            scratch[a] = u
+            q += u * u
+            loc += u * st[b, w_at + a]
+        e = y - loc
+        one_q = 1.0 + q
+        out[j] += (st[b, tail + 2] - 0.5 * math.log(one_q)
+                   - st[b, tail + 1] * math.log(1.0 + e * e * st[b, tail + 3] / one_q))
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _lr_log_marginal(st, b, so, hp, ho, dim):
+    p = dim - 1
+    tail = so + 2 + p + p * p + p
+    m = st[b, so]
+    a_m = st[b, tail + 1] - 0.5
+    return (hp[ho + p * p + 2 * p + 3] - 0.5 * m * LOG_2PI - st[b, tail + 4] - a_m * math.log(st[b, tail])
+            + math.lgamma(a_m))
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _lr_merge(st, dst, src, so, hp, ho, dim, work):
+    """dst <- dst ∪ src (both non-empty): Lam_AB = Lam_A + Lam_B - Lam0 factorised once (O(p^3)),
+    r and y'y add (r0 counted once)."""
+    p = dim - 1
+    base = so + 2 + p
+    h_chol = ho + p
+    for r in range(p):
+        for c in range(r + 1):
+            s = 0.0
+            for q in range(c + 1):
+                s += (st[dst, base + r * p + q] * st[dst, base + c * p + q]
+                      + st[src, base + r * p + q] * st[src, base + c * p + q]
+                      - hp[h_chol + r * p + q] * hp[h_chol + c * p + q])
+            work[r * p + c] = s
+    _chol_into(st, dst, base, p, work)
+    st[dst, so] += st[src, so]
+    for a in range(p):
+        st[dst, so + 1 + a] += st[src, so + 1 + a] - hp[ho + p + p * p + a]
+    st[dst, so + 1 + p] += st[src, so + 1 + p]
+    _lr_refresh(st, dst, so, hp, ho, dim)
+
+
+def _check_linear_regression(summary, hp, n, dim):
+    p = dim - 1
+    if p < 1:
+        raise ValueError("data must hold at least one covariate column and the response (D = p + 1 >= 2)")
+    mu0 = hp[:p]
+    chol = np.tril(hp[p:p + p * p].reshape(p, p))
+    a0, b0 = hp[p * p + 2 * p], hp[p * p + 2 * p + 1]
+    if not np.isfinite(hp).all():
+        raise ValueError("the hyper vector must be finite (make it with linear_regression_hyper)")
+    _positive_range(np.array([a0]), "a0", "increase a0", "decrease a0")
+    _positive_range(np.array([b0]), "b0", "increase b0 or rescale the response", "decrease b0 or rescale the response")
+    if not (np.diag(chol) > 0.0).all():
+        raise ValueError("the Cholesky factor of cov0^{-1} must have a positive diagonal")
+    prec0 = chol @ chol.T
+    if not np.allclose(hp[p + p * p:2 * p + p * p], prec0 @ mu0, rtol=1e-8, atol=1e-300 + 1e-12 * np.abs(prec0).max()
+                       * max(1.0, float(np.abs(mu0).max()))):
+        raise ValueError("the hyper vector is inconsistent (cov0^{-1} mu0): make it with linear_regression_hyper")
+    big = float(summary[3].max())  # bounds |x| and |y|
+    with np.errstate(over="ignore", under="ignore"):
+        lam_min = np.linalg.svd(chol, compute_uv=False).min() ** 2
+        if not lam_min >= 1.0 / CEILING:
+            raise ValueError(f"cov0^{{-1}}'s smallest eigenvalue {lam_min:.3g} is below {1.0 / CEILING:.0e}: "
+                             "decrease cov0 or rescale the covariates")
+        r_max = float(np.abs(prec0 @ mu0).max()) + n * big * big
+        _too_big(p * r_max * r_max / lam_min + float(np.abs(prec0).max()) + n * big * big,
+                 "the sufficient statistics' quadratic forms (p (|cov0^-1 mu0| + n max|x, y|^2)^2 / smallest "
+                 "eigenvalue of cov0^-1)", "rescale the data or cov0")
+        b_max = b0 + 0.5 * (n * big * big + float(hp[p * p + 2 * p + 2]))
+        log_b = max(abs(math.log(b_max)), abs(math.log(b0)), 1.0)
+        lg = max(abs(math.lgamma(a0 + 0.5 * n + 0.5)), abs(math.lgamma(a0)), 1.0)
+        _too_big(4.0 * (n + 1) * ((a0 + n) * log_b + lg + p * max(abs(math.log(lam_min)), abs(math.log(
+            float(np.abs(prec0).max()) + n * big * big)), 1.0)),
+                 "4 (n + 1) times the log terms of the log marginals", "rescale the data, b0 or cov0, or decrease a0")

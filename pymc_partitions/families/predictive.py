@@ -539,3 +539,130 @@ class DirichletCategoricalFamily(Family):
     def posterior_mean(self, post):
         conc = post.conc[:-1]
         return {"p": conc / conc.sum(axis=2, keepdims=True)}
+
+
+# ----------------------------------------------------------------------------- clusters of regressions
+#
+# ``NormalLinearRegressionFamily(X, mu0, cov0, a0, b0)``
+#     y_i = x_i . beta_b + e_i, e_i ~ N(0, sigma_b^2); beta_b | sigma_b^2 ~ N(mu0, sigma_b^2 cov0),
+#     sigma_b^2 ~ InvGamma(a0, b0). Given a block: Lam = cov0^{-1} + X_b'X_b, mean = Lam^{-1}
+#     (cov0^{-1} mu0 + X_b'y_b), a = a0 + m/2, b = b0 + (y_b'y_b + mu0' cov0^{-1} mu0 - mean' Lam mean)/2;
+#     sigma_b^2 | data ~ InvGamma(a, b), beta_b | sigma_b^2, data ~ N(mean, sigma_b^2 Lam^{-1}). The
+#     predictive of a new item with covariates x is a Student t with 2a degrees of freedom, location
+#     x . mean, scale^2 (b / a)(1 + x' Lam^{-1} x). The design matrix X of the observed items belongs to
+#     the family; the data are the responses (n, 1); new points are rows [x (p), y] (G, p + 1).
+
+from .kernels import LINEAR_REGRESSION  # noqa: E402
+
+__all__ += ["NormalLinearRegressionFamily", "check_design"]
+
+
+def check_design(X, n=None, what="X") -> np.ndarray:
+    """A design matrix as float64 (n, p) with p >= 1 and finite entries, else ``ValueError`` naming it
+    (``n``: the number of rows it must have)."""
+    arr = np.asarray(X, dtype=np.float64)
+    if arr.ndim != 2 or arr.shape[1] < 1:
+        raise ValueError(f"{what} must be a 2-d (n, p) design matrix with p >= 1, got shape {arr.shape}")
+    if n is not None and arr.shape[0] != n:
+        raise ValueError(f"{what} has {arr.shape[0]} rows but there are n={n} items (one row per item)")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{what} contains {int(np.sum(~np.isfinite(arr)))} NaN or infinite values")
+    return arr
+
+
+class RegressionPosterior(NamedTuple):
+    mean: np.ndarray  # (K + 1, p)
+    prec: np.ndarray  # (K + 1, p, p): posterior precision of beta / sigma^2
+    chol: np.ndarray  # (K + 1, p, p): its lower Cholesky factor
+    a: np.ndarray  # (K + 1,)
+    b: np.ndarray  # (K + 1,)
+
+
+class NormalLinearRegressionFamily(Family):
+    """Clusters of regressions with a Normal-inverse-Gamma prior per cluster (see above). ``X`` (n, p)
+    is the design of the observed items (data: their responses); ``mu0`` a scalar or length p, ``cov0``
+    a scalar, length-p diagonal or p x p positive definite matrix, ``a0``, ``b0`` positive."""
+
+    code = LINEAR_REGRESSION
+    parameters = {"beta": ("coefficient",), "sigma": ()}
+
+    def __init__(self, X, mu0, cov0, a0, b0, dim: int = 1):
+        self.X = check_design(X)
+        self.dim = 1
+        p = self.p = self.X.shape[1]
+        self.mu0 = _vector("mu0", mu0, p)
+        cov0 = np.asarray(cov0, dtype=np.float64)
+        if cov0.ndim < 2:
+            cov0 = np.diag(_vector("cov0", cov0, p, positive=True))
+        self.cov0 = _spd("cov0", cov0, p)
+        self.prec0 = np.linalg.inv(self.cov0)
+        self.a0, self.b0 = float(a0), float(b0)
+        for name, v in (("a0", self.a0), ("b0", self.b0)):
+            if not (math.isfinite(v) and v > 0):
+                raise ValueError(f"{name} must be positive and finite, got {v!r}")
+
+    def _y(self, x):
+        y = np.asarray(x, dtype=np.float64).reshape(self.X.shape[0], -1)
+        if y.shape[1] != 1:
+            raise ValueError(f"data must be the n={self.X.shape[0]} responses, got shape {np.shape(x)}")
+        return y[:, 0]
+
+    def posterior(self, labels, n_blocks, x):
+        y = self._y(x)
+        labels = np.asarray(labels, np.int64)
+        p = self.p
+        xtx = np.zeros((n_blocks + 1, p, p))
+        np.add.at(xtx, labels, self.X[:, :, None] * self.X[:, None, :])
+        xty = np.zeros((n_blocks + 1, p))
+        np.add.at(xty, labels, self.X * y[:, None])
+        yty = np.bincount(labels, weights=y * y, minlength=n_blocks + 1)
+        counts = np.bincount(labels, minlength=n_blocks + 1).astype(float)
+        prec = self.prec0 + xtx
+        r = self.prec0 @ self.mu0 + xty
+        chol = np.linalg.cholesky(prec)
+        mean = np.linalg.solve(prec, r[..., None])[..., 0]
+        quad = yty + self.mu0 @ self.prec0 @ self.mu0 - np.einsum("kp,kp->k", mean, r)
+        return RegressionPosterior(mean, prec, chol, self.a0 + 0.5 * counts, self.b0 + 0.5 * np.maximum(quad, 0.0))
+
+    def _points(self, points):
+        pts = np.asarray(points, dtype=np.float64)
+        if pts.ndim != 2 or pts.shape[1] != self.p + 1:
+            raise ValueError(f"points of a regression must be rows [x (p={self.p} covariates), y], shape (G, "
+                             f"{self.p + 1}), got {pts.shape}")
+        if not np.all(np.isfinite(pts)):
+            raise ValueError("points contain NaN or infinite values")
+        return pts[:, :-1], pts[:, -1]
+
+    def log_predictive(self, post, points):
+        x, y = self._points(points)
+        out = np.empty((x.shape[0], post.a.shape[0]))
+        for rows in _chunks(x.shape[0], post.a.shape[0], self.p * self.p):
+            u = np.linalg.solve(post.chol[None], np.broadcast_to(x[rows, None, :, None],
+                                                                (x[rows].shape[0],) + post.mean.shape + (1,)))[..., 0]
+            q = (u * u).sum(axis=2)  # (G, K + 1)
+            loc = x[rows] @ post.mean.T
+            scale2 = post.b / post.a * (1.0 + q)
+            df = 2.0 * post.a
+            z = (y[rows, None] - loc) ** 2 / (df * scale2)
+            out[rows] = (gammaln(0.5 * (df + 1.0)) - gammaln(0.5 * df) - 0.5 * np.log(math.pi * df * scale2)
+                         - 0.5 * (df + 1.0) * np.log1p(z))
+        return out
+
+    def draw(self, post, rng):
+        k = post.a.shape[0] - 1
+        sigma2 = post.b[:k] / rng.gamma(post.a[:k])
+        z = rng.standard_normal((k, self.p))
+        # beta = mean + sigma L^{-T} z has covariance sigma^2 Lam^{-1}
+        dev = np.linalg.solve(post.chol[:k].transpose(0, 2, 1), z[..., None])[..., 0]
+        return {"beta": post.mean[:k] + np.sqrt(sigma2)[:, None] * dev, "sigma": np.sqrt(sigma2)}
+
+    def replicate(self, params, labels, rng):
+        labels = np.asarray(labels, np.int64)
+        mean = np.einsum("np,np->n", self.X, params["beta"][labels])
+        return (mean + params["sigma"][labels] * rng.standard_normal(labels.size))[:, None]
+
+    def posterior_mean(self, post):
+        a, b = post.a[:-1], post.b[:-1]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            sigma = np.where(a > 0.5, np.exp(0.5 * np.log(b) + gammaln(a - 0.5) - gammaln(a)), np.inf)
+        return {"beta": post.mean[:-1], "sigma": sigma}

@@ -398,3 +398,51 @@ def dirichlet_categorical_logp(labels, Y, a, n_categories):
     val = pt.switch(pt.gt(m, 0), val, 0.0)
     logp = pt.sum(val)
     return _finish(logp, valid, ok_data, pt.all(pt.gt(pt.switch(used, a, 1.0), 0)))
+
+
+# --------------------------------------------------------------------------- clusters of regressions
+__all__ += ["normal_linear_regression_logp"]
+
+
+def normal_linear_regression_logp(labels, Y, X, mu0, cov0, a0, b0):
+    """Clusters of regressions with a Normal-inverse-Gamma prior per cluster.
+
+    ``y_i = x_i . beta_b + e_i``, ``e_i ~ N(0, sigma_b^2)``, ``beta_b | sigma_b^2 ~ N(mu0, sigma_b^2 cov0)``,
+    ``sigma_b^2 ~ InvGamma(a0, b0)``; ``Y`` the responses (n,) or (n, 1), ``X`` (n, p), ``cov0`` p x p.
+    With ``Lam_b = cov0^{-1} + X_b'X_b``, ``r_b = cov0^{-1} mu0 + X_b'y_b``, ``a_b = a0 + m/2`` and
+    ``b_b = b0 + (y_b'y_b + mu0' cov0^{-1} mu0 - r_b' Lam_b^{-1} r_b) / 2`` a block contributes
+    ``-m/2 log(2 pi) + 1/2 log|cov0^{-1}| - 1/2 log|Lam_b| + a0 log b0 - a_b log b_b
+    + lgamma(a_b) - lgamma(a0)``.
+    """
+    Y = _as_data(Y)
+    y = Y[:, 0]
+    X = _as_float(X, Y.dtype)
+    mu0 = _as_float(mu0, Y.dtype)
+    cov0 = _as_float(cov0, Y.dtype)
+    a0 = _as_float(a0, Y.dtype)
+    b0 = _as_float(b0, Y.dtype)
+    lab, valid, n, counts = _prep_labels(labels, Y)
+    p = X.shape[1]
+    eye = pt.eye(p, dtype=Y.dtype)
+    cov0_spd, cov0, L0 = _spd_guard(cov0, eye)
+    prec0 = ptl.solve(cov0, eye, assume_a="pos")
+    prec0 = 0.5 * (prec0 + prec0.T)
+    r0 = prec0 @ mu0
+    a_ok = pt.gt(a0, 0)
+    b_ok = pt.gt(b0, 0)
+    b0 = pt.switch(b_ok, b0, 1.0)
+    a0 = pt.switch(a_ok, a0, 1.0)
+
+    xtx = _scatter(lab, _outer(X))  # (n, p, p)
+    xty = _scatter(lab, X * y[:, None])  # (n, p)
+    yty = _scatter(lab, y * y)  # (n,)
+    prec = prec0[None, :, :] + xtx
+    r = r0[None, :] + xty
+    mean = ptl.solve(prec, r[:, :, None], assume_a="pos", b_ndim=2)[:, :, 0]
+    quad = pt.maximum(yty + pt.dot(mu0, r0) - pt.sum(mean * r, axis=1), 0.0)
+    a_m = a0 + 0.5 * counts
+    b_m = b0 + 0.5 * quad
+    block = (-0.5 * counts * _LOG_2PI - _chol_logdet(L0) * 0.5 - 0.5 * _batched_logdet(prec)
+             + a0 * pt.log(b0) - a_m * pt.log(b_m) + pt.gammaln(a_m) - pt.gammaln(a0))
+    block = pt.switch(pt.gt(counts, 0), block, 0.0)
+    return _finish(pt.sum(block), valid, cov0_spd, a_ok, b_ok)

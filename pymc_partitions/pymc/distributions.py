@@ -380,6 +380,14 @@ class CollapsedLikelihoodRV(RandomVariable):
         predictive densities) at numeric hyperparameter values, for data of dimension ``dim``."""
         raise NotImplementedError
 
+    #: what a new point of this likelihood is, for messages (``pmp.predictive_density``)
+    point_hint: str = ""
+
+    def point_dim(self, rv, dim):
+        """Columns of a new point of likelihood ``rv`` whose data have ``dim`` columns (the family's
+        ``log_predictive`` reads such rows): ``dim`` here."""
+        return dim
+
     @staticmethod
     def partition_input(rv):
         """The partition variable a likelihood ``rv`` depends on."""
@@ -1342,3 +1350,165 @@ class DirichletCategorical(pm.Discrete):
         lp = symbolic.dirichlet_categorical_logp(partition, value, a, n_categories)
         used = pt.lt(pt.arange(a.shape[-1])[None, :], n_categories[:, None])
         return check_parameters(lp, pt.all(pt.gt(pt.switch(used, a, 1.0), 0)), msg="a > 0")
+
+
+# ----------------------------------------------------------------------------- clusters of regressions
+
+from ..families.predictive import NormalLinearRegressionFamily, check_design  # noqa: E402
+
+__all__ += ["NormalLinearRegression"]
+
+
+class NormalLinearRegressionRV(CollapsedLikelihoodRV):
+    """Responses (n, 1) given labels and the design X (n, p); parameters (labels, X, mu0, cov0, a0, b0)."""
+
+    name = "normal_linear_regression"
+    signature = "(n),(n,p),(p),(p,p),(),()->(n,d)"
+    _print_name = ("NormalLinearRegression", "\\operatorname{NormalLinearRegression}")
+    family_code = kernels.LINEAR_REGRESSION
+
+    def _supp_shape_from_params(self, dist_params, param_shapes=None):
+        return (dist_params[1].shape[0], 1)
+
+    @staticmethod
+    def data_dim(rv):
+        return 1
+
+    def rng_fn(self, rng, labels, X, mu0, cov0, a0, b0, size=None):
+        _no_size(size)
+        _check_forward_draw(self, labels)
+        return draws.draw_normal_linear_regression(labels, X, mu0, cov0, a0, b0, rng)
+
+    def check_observed(self, rv, value, n, dim):
+        value = super().check_observed(rv, value, n, dim)
+        if value.shape[1] != 1:
+            raise ValueError(f"{rv.name!r}: observed must be the n={n} responses, shape (n,), got {value.shape}")
+        return value
+
+    def kernel_part(self, data, X, mu0, cov0, a0, b0):
+        X = _design(self.name, X, data.shape[0])
+        p = X.shape[1]
+        try:
+            hyper = kernels.linear_regression_hyper(mu0, cov0, a0, b0, p)
+        except np.linalg.LinAlgError:
+            raise ValueError(f"{self.name!r}: cov0 must be a positive definite {p}x{p} matrix") from None
+        return kernels.LINEAR_REGRESSION, np.hstack([X, np.asarray(data, np.float64).reshape(-1, 1)]), hyper
+
+    def family(self, dim, X, mu0, cov0, a0, b0):
+        return NormalLinearRegressionFamily(X, mu0, cov0, a0, b0)
+
+    point_hint = "a new item of a regression is the row [x_1, ..., x_p, y]: its covariates, then its response"
+
+    def point_dim(self, rv, dim):
+        return int(variable_shape(rv.owner.inputs[3])[1]) + 1
+
+
+_REPLICATE_OPS[NormalLinearRegressionRV] = _replicate_op(NormalLinearRegressionRV())
+
+
+def _design(name, X, n) -> np.ndarray:
+    """The design matrix's value as float64 (n, p), or a ``ValueError`` / ``TypeError`` naming ``X``."""
+    arr = _real_array(name, "X", X)
+    try:
+        return check_design(arr, n, what=f"{name!r}: X")
+    except ValueError as err:
+        raise ValueError(f"{err}; give one row of covariates per item (include a column of ones for an "
+                         "intercept)") from None
+
+
+class NormalLinearRegression(pm.Continuous):
+    r"""Clusters of regressions: a collapsed Normal linear regression per cluster, with a conjugate
+    Normal-inverse-Gamma prior on each cluster's coefficients and noise variance.
+
+    ``y_i = x_i . beta_b + e_i``, ``e_i ~ N(0, sigma_b^2)`` for items i in block b, with
+    ``beta_b | sigma_b^2 ~ N(mu0, sigma_b^2 cov0)`` and ``sigma_b^2 ~ InvGamma(a0, b0)`` (shape, scale:
+    as ``pm.InverseGamma(alpha=a0, beta=b0)``); beta and sigma integrated out. The responses of a block
+    are a multivariate Student t; the predictive of a new item given a block is a Student t with
+    ``2 a0 + m`` degrees of freedom. Adding or removing an item costs O(p^2) (a rank-one update of a
+    Cholesky factor), so every step of this package samples it (CollapsedGibbs, GibbsSplitMerge,
+    PGSM, SAMS, SplitMerge, ARM).
+
+    Parameters
+    ----------
+    X : (n, p) array or pm.Data
+        The covariates of every item, one row per item (include a column of ones for an intercept).
+        Finite numbers; fixed data (a ``pm.Data`` may be changed by ``pm.set_data``, keeping n and p).
+    mu0 : scalar or length-p, number or PyMC variable
+        Prior mean of the coefficients.
+    cov0 : scalar, length-p or p x p, number or PyMC variable
+        Prior covariance of the coefficients *in units of sigma_b^2* (a scalar or vector: diagonal);
+        positive definite.
+    a0, b0 : positive scalars, numbers or PyMC variables
+        Shape and scale of the inverse-Gamma prior of each cluster's noise variance.
+    observed : (n,) array or pm.Data
+        The responses.
+
+    Examples
+    --------
+    >>> import numpy as np, pymc as pm, pymc_partitions as pmp
+    >>> x = np.array([0.0, 1.0, 2.0, 0.0, 1.0, 2.0])
+    >>> y = np.array([0.1, 1.0, 2.1, 5.0, 3.9, 3.1])      # two lines: y = x and y = 5 - x
+    >>> X = np.column_stack([np.ones(6), x])                 # intercept and slope
+    >>> with pm.Model() as model:
+    ...     z = pmp.Partition("z", pmp.CRP(1.0), n=6)
+    ...     obs = pmp.NormalLinearRegression("y", partition=z, X=X, mu0=0.0, cov0=10.0, a0=2.0, b0=0.1,
+    ...                                      observed=y)
+    >>> logp = model.compile_logp()
+    >>> bool(logp({"z": [0, 0, 0, 1, 1, 1]}) > logp({"z": [0, 0, 0, 0, 0, 0]}))
+    True
+    """
+
+    rv_op = NormalLinearRegressionRV()
+
+    def __new__(cls, name, partition, X=None, mu0=0.0, cov0=1.0, a0=1.0, b0=1.0, *, observed=None, **kwargs):
+        n = _check_partition(name, partition)
+        if X is None:
+            raise TypeError(f"{name!r}: give the covariates X=, an (n, p) array (one row per item)")
+        symbolic_data, value = _check_observed(name, observed, n)
+        if value.shape[1] != 1:
+            raise ValueError(f"{name!r}: observed must be the n={n} responses, shape (n,), got {value.shape}")
+        if isinstance(X, Variable):
+            x_value = constant_value(X)
+            if x_value is None:
+                raise TypeError(f"{name!r}: X must be data (an array or pm.Data), not a random variable")
+            x_value = _design(name, x_value, n)
+            x_arg = pt.as_tensor_variable(X).astype("float64")
+        else:
+            x_value = x_arg = _design(name, X, n)
+        p = x_value.shape[1]
+        hyper = (_vector(name, "mu0", mu0, p), _coefficient_cov(name, cov0, p),
+                 _scalar(name, "a0", a0, greater=0.0), _scalar(name, "b0", b0, greater=0.0))
+        _check_representable(name, cls.rv_op, value, (x_value, *hyper))
+        obs = value if symbolic_data is None else symbolic_data
+        return super().__new__(cls, name, partition, x_arg, *hyper, observed=obs, **kwargs)
+
+    @classmethod
+    def dist(cls, partition, X, mu0, cov0, a0, b0, **kwargs):
+        return super().dist([partition, X, mu0, cov0, a0, b0], **kwargs)
+
+    def support_point(rv, size, partition, X, mu0, cov0, a0, b0):
+        return pt.zeros_like(rv)
+
+    def logp(value, partition, X, mu0, cov0, a0, b0):
+        lp = symbolic.normal_linear_regression_logp(partition, value, X, mu0, cov0, a0, b0)
+        return check_parameters(lp, pt.gt(a0, 0), pt.gt(b0, 0), msg="a0 > 0, b0 > 0")
+
+
+def _coefficient_cov(name, cov0, p):
+    """``cov0`` as a p x p matrix: a scalar or length-p vector is a diagonal (positive), a matrix must be
+    symmetric positive definite; PyMC variables of those shapes are accepted likewise."""
+    if isinstance(cov0, Variable):
+        var = _check_variable_shape(name, "cov0", cov0, lambda s: _broadcasts_to(s, (p,)) or (
+            len(s) == 2 and all(x in (None, p) for x in s)), f"a scalar, length p={p} or a {p}x{p} matrix")
+        return pt.diag(pt.broadcast_to(var, (p,))) if var.ndim < 2 else var
+    arr = _real_array(name, "cov0", cov0)
+    if arr.ndim < 2:
+        try:
+            diag = np.broadcast_to(arr, (p,)).copy()
+        except ValueError:
+            raise ValueError(f"{name!r}: cov0 must be a scalar, length p={p} or a {p}x{p} matrix, got shape "
+                             f"{arr.shape}") from None
+        if not np.all(np.isfinite(diag)) or not np.all(diag > 0):
+            raise ValueError(f"{name!r}: cov0 must be positive and finite, got {cov0!r}")
+        return np.diag(diag)
+    return _spd(name, "cov0", arr, p)

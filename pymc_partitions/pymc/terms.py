@@ -31,6 +31,13 @@ def _resolve_rv(model, var):
     raise ValueError(f"{var} is not a variable of this model")
 
 
+def _reads_data(var) -> bool:
+    """Whether ``var`` depends on a data container (a shared variable other than a random generator)."""
+    from pytensor.tensor.random.type import RandomType  # noqa: PLC0415
+
+    return any(isinstance(v, SharedVariable) and not isinstance(v.type, RandomType) for v in ancestors([var]))
+
+
 class ObservedData:
     """The current data of one collapsed likelihood, validated.
 
@@ -107,7 +114,9 @@ class PartitionTerms:
         self._n_hyper = [len(obs.owner.inputs) - 3 for obs in self.likelihoods]
         #: (alpha, discount, each likelihood's hyperparameters...) as model variables
         self.hyper_variables = hyper
-        values = [constant_value(h) for h in hyper]
+        # a hyperparameter read from pm.Data (e.g. a regression's design matrix X) is evaluated at
+        # every step, so that pm.set_data reaches the kernels (constant_value would freeze it)
+        values = [None if _reads_data(h) else constant_value(h) for h in hyper]
         if all(v is not None for v in values):
             self._hyper_fn = None
             self._fixed = values

@@ -238,11 +238,12 @@ def _points(x, fitted, owner):
                              "likelihoods left out are marginalised)")
         given = {fitted.names[0]: x}
     out, count = [], None
-    for name, dim, op in zip(fitted.names, fitted.dims, fitted.ops):
+    for name, dim, op, rv in zip(fitted.names, fitted.dims, fitted.ops, fitted.likelihoods):
         if name not in given:
             out.append(None)
             continue
-        pts = _point_array(given[name], name, dim, op.family_code == BETA_BERNOULLI, owner)
+        dim = op.point_dim(rv, dim)  # a regression's points carry their covariates: rows [x, y]
+        pts = _point_array(given[name], name, dim, op.family_code == BETA_BERNOULLI, owner, op.point_hint)
         if count is not None and pts.shape[0] != count:
             raise ValueError(f"{owner}: x gives {count} points for one likelihood and {pts.shape[0]} for {name!r}")
         count = pts.shape[0]
@@ -250,7 +251,7 @@ def _points(x, fitted, owner):
     return out, count, [n for n in fitted.names if n in given]
 
 
-def _point_array(value, name, dim, binary, owner):
+def _point_array(value, name, dim, binary, owner, hint=""):
     if isinstance(value, (str, bytes)) or value is None:
         raise TypeError(f"{owner}: points for {name!r} must be an array of numbers, got {value!r:.40}")
     arr = np.asarray(value)
@@ -261,7 +262,8 @@ def _point_array(value, name, dim, binary, owner):
         arr = arr[:, None]
     if arr.ndim != 2 or arr.shape[1] != dim:
         want = "(G,) or (G, 1)" if dim == 1 else f"(G, {dim})"
-        raise ValueError(f"{owner}: points for {name!r} must have shape {want} (the data have D={dim}), got {arr.shape}")
+        raise ValueError(f"{owner}: points for {name!r} must have shape {want} ({hint or f'the data have D={dim}'}), "
+                         f"got {arr.shape}")
     if arr.shape[0] == 0:
         raise ValueError(f"{owner}: no points given for {name!r}")
     arr = arr.astype(np.float64)
