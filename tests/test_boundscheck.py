@@ -42,6 +42,8 @@ FILES = [
     "test_set_statistics.py",
     "test_arm_hostile.py",
     "test_algorithm8.py",
+    "test_linear_regression_kernels.py",
+    "test_metric_plan.py",
     # ARM and Jain-Neal: the enumerations that walk every proposal of every family and prior,
     # and the sampled-proposal checks (the chains built on them add run time, not code paths).
     "test_arm_enumeration.py::test_detailed_balance_and_the_reported_log_ratio",
