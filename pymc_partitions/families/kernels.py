@@ -119,9 +119,16 @@ _FAST = {"reassoc", "contract", "arcp", "nsz"}  # no nnan/ninf: -inf is a legiti
 # Column indices in the per-dimension loops are unsigned (np.uint64 offsets, range over np.uint64):
 # with a signed index numba adds a negative-index wrap-around select, which LLVM turns into
 # gathers instead of contiguous vector loads (3x slower at D = 50).
+#
+# The per-item kernels (family_init/update/log_preds, their helpers, pack_init/update/log_preds)
+# allocate nothing and are compiled without numba's runtime (``_nrt=False``): then they carry no
+# atomic incref/decref of their array arguments. numba >= 0.66 (LLVM 22, the Python 3.12 line)
+# no longer prunes those pairs in functions whose return paths drop different arrays (LLVM merges
+# the decrefs into one decref of a phi): the Gibbs sweep ran 5x slower (benchmarks/README.md,
+# tests/test_kernel_refcounts.py).
 
 
-@numba.njit(cache=True, fastmath=_FAST, error_model="numpy")
+@numba.njit(cache=True, fastmath=_FAST, error_model="numpy", _nrt=False)
 def _diag_refresh(st, b, so, hp, ho, dim):
     m = st[b, so]
     # unsigned column indices (see the note above): contiguous vector loads
@@ -166,7 +173,7 @@ def _sum_log(st, b, start, stride, count):
     return out
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", _nrt=False)
 def _niw_refresh(st, b, so, hp, ho, dim):
     m = st[b, so]
     kappa0 = hp[ho + dim]
@@ -196,7 +203,7 @@ def _niw_refresh(st, b, so, hp, ho, dim):
     st[b, base + dim * dim + 1] = hp[ho + dim + 3 + dim * dim + int(m)] - 0.5 * logdet
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", _nrt=False)
 def _bb_refresh(st, b, so, hp, ho, dim):
     m = st[b, so]
     for d in range(dim):
@@ -207,7 +214,7 @@ def _bb_refresh(st, b, so, hp, ho, dim):
         st[b, so + 1 + 2 * dim + d] = math.log(b_ + m - st[b, so + 1 + d]) - tot
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", _nrt=False)
 def family_init(code, st, b, so, hp, ho, dim):
     """Statistics of an empty block."""
     if code == LINEAR_REGRESSION:
@@ -226,7 +233,7 @@ def family_init(code, st, b, so, hp, ho, dim):
         _bb_refresh(st, b, so, hp, ho, dim)
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", _nrt=False)
 def stats_width_compiled(code, dim):
     """Row width of a family's block statistics (the one definition; see the module docstring)."""
     if code == LINEAR_REGRESSION:
@@ -244,7 +251,7 @@ def stats_width_compiled(code, dim):
     return 3 * dim + 1
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", _nrt=False)
 def _chol_rank_one(st, b, base, dim, v, sign):
     # L (row-major in st[b, base:]) <- chol(L L^T + sign v v^T); v is overwritten.
     for k in range(dim):
@@ -282,7 +289,7 @@ def _chol_into(st, b, base, dim, work):
             st[b, base + r * dim + c] = v / lcc
 
 
-@numba.njit(cache=True, fastmath=_FAST, error_model="numpy")
+@numba.njit(cache=True, fastmath=_FAST, error_model="numpy", _nrt=False)
 def family_update(code, st, b, so, x, i, xo, hp, ho, dim, sign, scratch):
     """Add (``sign = 1``) or remove (``sign = -1``) point ``i`` from block ``b``'s statistics."""
     if code == LINEAR_REGRESSION:
@@ -340,7 +347,7 @@ def family_update(code, st, b, so, x, i, xo, hp, ho, dim, sign, scratch):
             st[b, so + 1] -= st[b, so + 2 + i]
 
 
-@numba.njit(cache=True, fastmath=_FAST, error_model="numpy")
+@numba.njit(cache=True, fastmath=_FAST, error_model="numpy", _nrt=False)
 def family_log_preds(code, st, blocks, n_blocks, so, x, i, xo, hp, ho, dim, scratch, out):
     """Add to ``out[j]`` the log predictive of point ``i`` given block ``blocks[j]``, j < n_blocks.
 
@@ -807,21 +814,21 @@ def refuse_network(pack, owner: str) -> None:
             "blocks and this sampler does not support it; use CollapsedGibbs, ARM or SplitMerge")
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", _nrt=False)
 def pack_init(codes, dims, stat_off, hyper_off, hyper, st, b):
     """Statistics of an empty block ``b`` for all families."""
     for f in range(codes.shape[0]):
         family_init(codes[f], st, b, stat_off[f], hyper, hyper_off[f], dims[f])
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", _nrt=False)
 def pack_update(codes, dims, data_off, stat_off, hyper_off, hyper, st, b, x, i, sign, scratch):
     """Add or remove point ``i`` in block ``b`` for all families."""
     for f in range(codes.shape[0]):
         family_update(codes[f], st, b, stat_off[f], x, i, data_off[f], hyper, hyper_off[f], dims[f], sign, scratch)
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", _nrt=False)
 def pack_log_preds(codes, dims, data_off, stat_off, hyper_off, hyper, st, blocks, n_blocks, x, i, scratch, out):
     """Add to ``out[j]`` the summed log predictives of point ``i`` given block ``blocks[j]``."""
     for f in range(codes.shape[0]):
@@ -1008,14 +1015,14 @@ _COUNTS_HYPER = {GAMMA_POISSON: 2, DIRICHLET_CATEGORICAL: 3}  # hyper length = t
 _EXACT_INT = 2.0 ** 52
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", _nrt=False)
 def _counts_width(code, dim):
     if code == GAMMA_POISSON:
         return 3 * dim + 2
     return 2 * dim + 1
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", _nrt=False)
 def _gp_refresh(st, b, so, hp, ho, dim):
     m = st[b, so]
     for d in range(dim):
@@ -1026,14 +1033,14 @@ def _gp_refresh(st, b, so, hp, ho, dim):
         st[b, so + 2 + 2 * dim + d] = c1
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", _nrt=False)
 def _dc_refresh(st, b, so, hp, ho, dim):
     m = st[b, so]
     for k in range(dim):
         st[b, so + 1 + dim + k] = math.log(hp[ho + k] + st[b, so + 1 + k]) - math.log(hp[ho + dim + k] + m)
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", _nrt=False)
 def _counts_refresh(code, st, b, so, hp, ho, dim):
     if code == GAMMA_POISSON:
         _gp_refresh(st, b, so, hp, ho, dim)
@@ -1041,14 +1048,14 @@ def _counts_refresh(code, st, b, so, hp, ho, dim):
         _dc_refresh(st, b, so, hp, ho, dim)
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", _nrt=False)
 def _counts_init(code, st, b, so, hp, ho, dim):
     for j in range(_counts_width(code, dim)):
         st[b, so + j] = 0.0
     _counts_refresh(code, st, b, so, hp, ho, dim)
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", _nrt=False)
 def _counts_update(code, st, b, so, x, i, xo, hp, ho, dim, sign):
     st[b, so] += sign
     if st[b, so] < 0.5:  # emptied: exact reset (L is a sum of non-integers)
@@ -1067,7 +1074,7 @@ def _counts_update(code, st, b, so, x, i, xo, hp, ho, dim, sign):
     _counts_refresh(code, st, b, so, hp, ho, dim)
 
 
-@numba.njit(cache=True, fastmath=_FAST, error_model="numpy")
+@numba.njit(cache=True, fastmath=_FAST, error_model="numpy", _nrt=False)
 def _counts_log_preds(code, st, blocks, n_blocks, so, x, i, xo, hp, ho, dim, out):
     if code == GAMMA_POISSON:
         lfact = 0.0
@@ -1275,7 +1282,7 @@ def linear_regression_hyper(mu0, cov0, a0, b0, p) -> np.ndarray:
     return np.concatenate([mu0, chol0.ravel(), r0, [a0, b0, float(mu0 @ r0), const]])
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", _nrt=False)
 def _lr_refresh(st, b, so, hp, ho, dim):
     p = dim - 1
     base = so + 2 + p  # L
@@ -1309,7 +1316,7 @@ def _lr_refresh(st, b, so, hp, ho, dim):
     st[b, tail + 4] = logdet
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", _nrt=False)
 def _lr_init(st, b, so, hp, ho, dim):
     p = dim - 1
     st[b, so] = 0.0
@@ -1321,7 +1328,7 @@ def _lr_init(st, b, so, hp, ho, dim):
     _lr_refresh(st, b, so, hp, ho, dim)
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", _nrt=False)
 def _lr_update(st, b, so, x, i, xo, hp, ho, dim, sign, scratch):
     p = dim - 1
     st[b, so] += sign
@@ -1338,7 +1345,7 @@ def _lr_update(st, b, so, x, i, xo, hp, ho, dim, sign, scratch):
     _lr_refresh(st, b, so, hp, ho, dim)
 
 
-@numba.njit(cache=True, fastmath=_FAST, error_model="numpy")
+@numba.njit(cache=True, fastmath=_FAST, error_model="numpy", _nrt=False)
 def _lr_log_preds(st, blocks, n_blocks, so, x, i, xo, dim, scratch, out):
     p = dim - 1
     base = so + 2 + p

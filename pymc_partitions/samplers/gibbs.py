@@ -106,7 +106,7 @@ def _assign(i, chosen, slot_of, sizes, stats, active, n_active, join_w, prior_co
     return n_active
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", _nrt=False)
 def _visit(t0, slot_of, sizes, stats, active, join_w, logw, n_active, order, uniforms, prior_code, prior_params,
            codes, dims, data_off, stat_off, hyper_off, hyper, data, empty, scratch, first_row, new_lp):
     """Gibbs updates at visits t0, t0+1, ... of ``order``; stops early, before changing anything,
@@ -117,6 +117,8 @@ def _visit(t0, slot_of, sizes, stats, active, join_w, logw, n_active, order, uni
     :func:`_log_conditional` and :func:`_assign` written out: calling them costs ~90 ns each per
     point (2026-11-23: 6.6 ms against 4.0 ms per sweep at n = 1e4, D = 2).
     ``tests/test_coupled_gibbs.py`` checks that the two forms give the same chain.
+    Compiled without numba's runtime (``_nrt=False``: it allocates nothing), so that no reference
+    counting of the inlined ``_remove``'s arrays runs per item (see families/kernels.py on ``_nrt``).
     """
     cap = sizes.shape[0]
     for t in range(t0, order.shape[0]):
