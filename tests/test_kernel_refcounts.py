@@ -17,7 +17,8 @@ import numpy as np
 import pytest
 
 from pymc_partitions.families import kernels as K
-from pymc_partitions.families.kernels import DIAG_NORMAL, NIW, FamilyPack, diag_normal_hyper, niw_hyper
+from pymc_partitions.families.kernels import (DIAG_NORMAL, LINEAR_REGRESSION, NIW, FamilyPack, diag_normal_hyper,
+                                              linear_regression_hyper, niw_hyper)
 from pymc_partitions.priors import CRP
 from pymc_partitions.samplers import gibbs
 from pymc_partitions.samplers.slots import _build
@@ -41,17 +42,22 @@ def _case(code):
     rng = np.random.default_rng(0)
     n, dim = 12, 2
     y = rng.normal(size=(n, dim))
-    hyper = diag_normal_hyper(0.0, 3.0, 1.0, dim) if code == DIAG_NORMAL else niw_hyper(
-        np.zeros(dim), 0.5, dim + 2.0, np.eye(dim), dim, n)
+    if code == DIAG_NORMAL:
+        hyper = diag_normal_hyper(0.0, 3.0, 1.0, dim)
+    elif code == NIW:
+        hyper = niw_hyper(np.zeros(dim), 0.5, dim + 2.0, np.eye(dim), dim, n)
+    else:  # rows [x (p = 2), y]
+        y = rng.normal(size=(n, 3))
+        hyper = linear_regression_hyper(0.0, 1.0, 1.0, 1.0, 2)
     pack = FamilyPack.build([(code, y, hyper)])
     labels = rng.integers(0, 3, n)
-    scratch = np.empty(dim)
+    scratch = np.empty(pack.data.shape[1])
     slot_of, sizes, stats, active, k = _build(labels, pack.codes, pack.dims, pack.data_off, pack.stat_off,
                                               pack.hyper_off, pack.hyper, pack.data, pack.width, scratch)
     return pack, slot_of, sizes, stats, active, k, scratch
 
 
-@pytest.mark.parametrize("code", [DIAG_NORMAL, NIW])
+@pytest.mark.parametrize("code", [DIAG_NORMAL, NIW, LINEAR_REGRESSION])
 def test_family_kernels_have_no_refcount_ops(code):
     p, slot_of, sizes, stats, active, k, scratch = _case(code)
     out = np.zeros(k + 1)

@@ -99,21 +99,20 @@ def _add_network_terms(E, net_ho, hyper, sizes, active, n_active, r, out, inn, t
     logw[n_active] = new_lp[0]
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", _nrt=False)  # no refcounts: see families/kernels.py
 def _coupled_visit(t0, method, eps, order, uniforms,
                    slot_x, size_x, stat_x, act_x, jw_x, lw_x, nx,
                    slot_y, size_y, stat_y, act_y, jw_y, lw_y, ny, inter,
                    prior_code, prior_params, codes, dims, data_off, stat_off, hyper_off, hyper, data,
                    empty, prior_params_y, hyper_y, data_y, empty_y, scratch, first_row, new_lp,
                    p, q, ix, iy, pc, qc, cost, rows, cols, mass, iwork, fwork,
-                   net_ho, E_x, out_x, inn_x, touched_x, P_x, V_x, E_y, out_y, inn_y, touched_y, P_y, V_y):
+                   net_ho, E_x, out_x, inn_x, touched_x, P_x, V_x, E_y, out_y, inn_y, touched_y, P_y, V_y,
+                   cnt_x, cnt_y):
     """Coupled updates at visits t0, t0+1, ...; chain y uses its own ``prior_params_y``,
     ``hyper_y``, ``data_y``, ``empty_y``. Stops before changing anything when a chain might
     need a new block and its slot table is full. Returns (next visit, nx, ny)."""
     n = slot_x.shape[0]
     net = net_ho.shape[0] > 0  # (the calls below cost ~0.1 µs each even when they do nothing)
-    cnt_x = np.zeros(net_ho.shape[0], np.int64)
-    cnt_y = np.zeros(net_ho.shape[0], np.int64)
     one = runtime_int(1)
     for t in range(t0, order.shape[0]):
         i = order[t]
@@ -212,6 +211,8 @@ def _coupled_sweep(method, eps, order, uniforms, slot_x, size_x, stat_x, act_x, 
     t = runtime_int(0)  # not the literal 0 (one more compilation of _coupled_visit)
     P_x, V_x = net_cache_build(E_x, net_ho, hyper, size_x, act_x, nx)  # (the network caches, fresh every sweep)
     P_y, V_y = net_cache_build(E_y, net_ho, hyper_y, size_y, act_y, ny)
+    cnt_x = np.zeros(nf, np.int64)  # (allocated here: _coupled_visit runs without numba's runtime)
+    cnt_y = np.zeros(nf, np.int64)
     while True:
         cx = size_x.shape[0]
         cy = size_y.shape[0]
@@ -246,7 +247,7 @@ def _coupled_sweep(method, eps, order, uniforms, slot_x, size_x, stat_x, act_x, 
                                    empty, prior_params_y, hyper_y, data_y, empty_y, scratch, first_row, new_lp,
                                    p, q, ix, iy, pc, qc, cost, rows, cols, mass,
                                    iwork, fwork, net_ho, E_x, out_x, inn_x, touched_x, P_x, V_x, E_y, out_y, inn_y,
-                                   touched_y, P_y, V_y)
+                                   touched_y, P_y, V_y, cnt_x, cnt_y)
         if t == order.shape[0]:
             return size_x, stat_x, act_x, nx, E_x, size_y, stat_y, act_y, ny, E_y, inter
         if nx == cx:
