@@ -403,16 +403,15 @@ def net_cache_commit(E, net_ho, hyper, sizes, active, n_active, r, s, P, V):
         H[s] = _h_term(ms, a, b, directed)
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", _nrt=False)  # no refcounts: see families/kernels.py
 def _net_visit(t0, slot_of, sizes, stats, active, join_w, logw, n_active, order, uniforms, prior_code, prior_params,
                codes, dims, data_off, stat_off, hyper_off, hyper, data, empty, scratch, first_row, new_lp,
-               net_ho, E, out, inn, touched, P, V, cached):
+               net_ho, E, out, inn, touched, P, V, cached, counts):
     """:func:`.gibbs._visit` with the network terms, from the caches (P, V) when ``cached`` (else
     by :func:`net_log_weights`, O(K^2): the reference); stops (before changing anything) when a
     new block might be needed and the slot table is full. Returns (next visit, n_active)."""
     cap = sizes.shape[0]
     n = slot_of.shape[0]
-    counts = np.zeros(net_ho.shape[0], np.int64)
     for t in range(t0, order.shape[0]):
         i = order[t]
         if n_active == cap and sizes[slot_of[i]] > 1:
@@ -439,7 +438,8 @@ def _net_visit(t0, slot_of, sizes, stats, active, join_w, logw, n_active, order,
         if chosen == n_active:
             s = active[n_active]
             n_active += 1
-            stats[s, :] = empty[0]
+            for c in range(stats.shape[1]):
+                stats[s, c] = empty[0, c]
         else:
             s = active[chosen]
         pack_update(codes, dims, data_off, stat_off, hyper_off, hyper, stats, s, data, i, 1.0, scratch)
@@ -469,6 +469,7 @@ def net_sweep_cached(slot_of, sizes, stats, active, n_active, E, order, uniforms
     new_lp = np.empty(1)
     out, inn, touched = net_workspace(nf, sizes.shape[0], n)
     P, V = net_cache_build(E, net_ho, hyper, sizes, active, n_active)
+    counts = np.zeros(nf, np.int64)  # (allocated here: _net_visit runs without numba's runtime)
     t = 0
     while True:
         cap = sizes.shape[0]
@@ -476,7 +477,8 @@ def net_sweep_cached(slot_of, sizes, stats, active, n_active, E, order, uniforms
         logw = np.empty(cap + 1)
         t, n_active = _net_visit(t, slot_of, sizes, stats, active, join_w, logw, n_active, order, uniforms,
                                  prior_code, prior_params, codes, dims, data_off, stat_off, hyper_off, hyper, data,
-                                 empty, scratch, first_row, new_lp, net_ho, E, out, inn, touched, P, V, cached)
+                                 empty, scratch, first_row, new_lp, net_ho, E, out, inn, touched, P, V, cached,
+                                 counts)
         if t == order.shape[0]:
             return sizes, stats, active, n_active, E, P, V
         sizes, stats, active = _grow(sizes, stats, active)
