@@ -88,6 +88,7 @@ def uncompiled_moves(monkeypatch, log_ratio=None):
     ratio: the compiled callers would not see a patched ``_log_ratio``."""
     monkeypatch.setattr(gibbs_sams, "_gibbs_sams_core", gibbs_sams._gibbs_sams_core.py_func)
     monkeypatch.setattr(gibbs_sams, "_sams_on_slots", gibbs_sams._sams_on_slots.py_func)
+    monkeypatch.setattr(gibbs_sams, "_accept_split_merge", gibbs_sams._accept_split_merge.py_func)
     monkeypatch.setattr(gibbs_sams, "runtime_int", int)  # a numba intrinsic
     key = gibbs_sams.stream_key  # returns a Python int, which numba would read as int64
     monkeypatch.setattr(gibbs_sams, "stream_key", lambda seed, stream: np.uint64(key(seed, stream)))

@@ -11,7 +11,7 @@ import pytest
 from enumeration import check_against
 from models import PRIORS, pack
 from pymc_partitions.families.kernels import FamilyPack
-from pymc_partitions.samplers import subclusters
+from pymc_partitions.samplers import gibbs_sams, subclusters
 from pymc_partitions.samplers.subclusters import GibbsSubClusterKernel, gibbs_subcluster_sweeps
 from test_pgsm_enumeration import posteriors
 
@@ -73,11 +73,14 @@ def uncompiled_moves(monkeypatch, log_ratio=None):
     monkeypatch.setattr(subclusters, "_gibbs_subcluster_core", subclusters._gibbs_subcluster_core.py_func)
     monkeypatch.setattr(subclusters, "_subcluster_on_slots", subclusters._subcluster_on_slots.py_func)
     monkeypatch.setattr(subclusters, "_side_weights", subclusters._side_weights.py_func)
-    monkeypatch.setattr(subclusters, "runtime_int", int)  # a numba intrinsic
+    # the acceptance test and commit shared with gibbs_sams run there, with gibbs_sams' globals
+    monkeypatch.setattr(subclusters, "_accept_split_merge", gibbs_sams._accept_split_merge.py_func)
     key = subclusters.stream_key  # returns a Python int, which numba would read as int64
-    monkeypatch.setattr(subclusters, "stream_key", lambda seed, stream: np.uint64(key(seed, stream)))
+    for module in (subclusters, gibbs_sams):
+        monkeypatch.setattr(module, "runtime_int", int)  # a numba intrinsic
+        monkeypatch.setattr(module, "stream_key", lambda seed, stream: np.uint64(key(seed, stream)))
     if log_ratio is not None:
-        monkeypatch.setattr(subclusters, "_log_ratio", log_ratio)
+        monkeypatch.setattr(gibbs_sams, "_log_ratio", log_ratio)
 
 
 def test_the_uncompiled_moves_are_the_same_kernel(monkeypatch):

@@ -119,8 +119,24 @@ def _sams_on_slots(i, j, seed, slot_of, sizes, stats, active, n_active, prior_co
         else:
             size_b += 1
         pack_update(codes, dims, data_off, stat_off, hyper_off, hyper, stats, rows[c], data, h, 1.0, scratch)
+    log_u = math.log(keyed_uniform(stream_key(seed, ACCEPTANCE), 0))
+    return _accept_split_merge(same, lq, j, log_u, slot_of, sizes, stats, active, n_active, bi, bj, row_a, row_b,
+                               row_m, size_a, size_b, rest, side, m, members, n_j, prior_code, prior_params,
+                               codes, dims, stat_off, hyper_off, hyper, work, counts)
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _accept_split_merge(same, lq, j, log_u, slot_of, sizes, stats, active, n_active, bi, bj, row_a, row_b, row_m,
+                        size_a, size_b, rest, side, m, members, n_j, prior_code, prior_params,
+                        codes, dims, stat_off, hyper_off, hyper, work, counts):
+    """The Metropolis-Hastings test of a split (of block ``bi`` into rows ``row_a`` / ``row_b``, the
+    items ``rest[:m]`` on ``side``, ``lq`` the log probability of proposing it) or of a merge (of
+    ``bj``'s ``members[:n_j]`` into ``bi``, ``lq`` the log probability of the reverse split), with
+    ``log_u`` the log of the move's own acceptance uniform, and its commit when accepted; returns
+    the new number of active slots. Shared by the SAMS launch of this module and the sub-cluster
+    launch of :mod:`.subclusters`, which differ only in how they propose."""
     k_out = n_active - 1 if same else n_active - 2
-    if same and lq == -np.inf:
+    if lq == -np.inf:  # a split the final scan cannot make, or a merge whose reverse split it cannot
         log_ratio = -np.inf
     else:
         if same:
@@ -143,7 +159,7 @@ def _sams_on_slots(i, j, seed, slot_of, sizes, stats, active, n_active, prior_co
         log_ratio = _log_ratio(same, d, lq)
     if same:
         counts[PROPOSED_SPLITS] += 1
-    if not math.log(keyed_uniform(stream_key(seed, ACCEPTANCE), 0)) < log_ratio:
+    if not log_u < log_ratio:
         return n_active
     if same:  # i's side keeps bi, j's side opens the next free slot (row_a, free again once copied)
         _copy_row(stats, row_a, bi)

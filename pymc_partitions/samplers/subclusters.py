@@ -60,13 +60,11 @@ import numpy as np
 
 from .. import _checks
 from .._numeric import check_uniforms, draw_log_weights, keyed_uniform, runtime_int, stream_key
-from ..families.kernels import (FamilyPack, merge_work_size, pack_init, pack_log_marginal, pack_log_preds,
-                                pack_merge, pack_update)
+from ..families.kernels import FamilyPack, merge_work_size, pack_init, pack_log_preds, pack_update
 from ..partition import as_labels, canonicalize_dense_into, index_array
-from ..priors import log_join_set_weight, log_join_weight, log_new_weight
+from ..priors import log_join_weight
 from .gibbs import _build, _grow, _log_joint, _sweep, check_model
-from .gibbs_sams import GibbsSAMSKernel, _check_pairs, _check_seeds, _copy_row, _log_ratio
-from .slots import _free_slot
+from .gibbs_sams import GibbsSAMSKernel, _accept_split_merge, _check_pairs, _check_seeds
 
 __all__ = ["gibbs_subcluster_sweeps", "GibbsSubClusterKernel"]
 
@@ -182,50 +180,10 @@ def _subcluster_on_slots(i, j, seed, scans, slot_of, sizes, stats, active, n_act
                 break
         if lq == -np.inf:
             break
-    k_out = n_active - 1 if same else n_active - 2
-    if lq == -np.inf:  # a split the final scan cannot make, or a merge whose reverse split it cannot
-        log_ratio = -np.inf
-    else:
-        if same:
-            size_a_final, size_b_final, merged = size_a, size_b, bi
-        else:
-            size_a_final, size_b_final, merged = sizes[bi], sizes[bj], row_m
-            _copy_row(stats, bi, row_m)
-            pack_merge(codes, dims, stat_off, hyper_off, hyper, stats, row_m, bj, members, runtime_int(0), n_j, work)
-        d = log_new_weight(prior_code, prior_params, k_out + 1)
-        d += log_join_set_weight(prior_code, prior_params, 1, size_a_final - 1)
-        d += log_join_set_weight(prior_code, prior_params, 1, size_b_final - 1)
-        d -= log_join_set_weight(prior_code, prior_params, 1, size_a_final + size_b_final - 1)
-        if same:
-            d += pack_log_marginal(codes, dims, stat_off, hyper_off, hyper, stats, row_a)
-            d += pack_log_marginal(codes, dims, stat_off, hyper_off, hyper, stats, row_b)
-        else:
-            d += pack_log_marginal(codes, dims, stat_off, hyper_off, hyper, stats, bi)
-            d += pack_log_marginal(codes, dims, stat_off, hyper_off, hyper, stats, bj)
-        d -= pack_log_marginal(codes, dims, stat_off, hyper_off, hyper, stats, merged)
-        log_ratio = _log_ratio(same, d, lq)
-    if same:
-        counts[PROPOSED_SPLITS] += 1
-    if not math.log(keyed_uniform(stream_key(seed, ACCEPTANCE), 0)) < log_ratio:
-        return n_active
-    if same:  # i's side keeps bi, j's side opens the next free slot (row_a, free again once copied)
-        _copy_row(stats, row_a, bi)
-        _copy_row(stats, row_b, row_a)
-        for t in range(m):
-            if side[t] == 1:
-                slot_of[rest[t]] = row_a
-        slot_of[j] = row_a
-        sizes[bi] = size_a
-        sizes[row_a] = size_b
-        counts[SPLITS] += 1
-        return n_active + 1
-    _copy_row(stats, row_m, bi)
-    for t in range(n_j):
-        slot_of[members[t]] = bi
-    sizes[bi] += sizes[bj]
-    sizes[bj] = 0
-    counts[MERGES] += 1
-    return _free_slot(bj, active, n_active)
+    log_u = math.log(keyed_uniform(stream_key(seed, ACCEPTANCE), 0))
+    return _accept_split_merge(same, lq, j, log_u, slot_of, sizes, stats, active, n_active, bi, bj, row_a, row_b,
+                               row_m, size_a, size_b, rest, side, m, members, n_j, prior_code, prior_params,
+                               codes, dims, stat_off, hyper_off, hyper, work, counts)
 
 
 @numba.njit(cache=True, error_model="numpy")
