@@ -267,7 +267,13 @@ def gibbs_sams_sweeps(labels, pack: FamilyPack, prior_code: int, prior_params, o
     >>> labels.tolist()
     [0, 0, 0, 0, 0, 1, 1, 1, 1, 1]
     """
-    owner = "gibbs_sams_sweeps"
+    return _run(*_check_sweeps("gibbs_sams_sweeps", labels, pack, prior_code, prior_params, orders, uniforms,
+                               pairs, seeds))
+
+
+def _check_sweeps(owner, labels, pack, prior_code, prior_params, orders, uniforms, pairs, seeds):
+    """The arguments of a sweeps-with-moves function (this module's and :mod:`.subclusters`'),
+    checked: (labels, pack, code, params, orders, uniforms, pairs, seeds)."""
     code, params = check_model(pack, prior_code, prior_params, owner)
     n = pack.data.shape[0]
     labels = as_labels(labels, n, owner=owner)
@@ -277,7 +283,7 @@ def gibbs_sams_sweeps(labels, pack: FamilyPack, prior_code: int, prior_params, o
     uniforms = check_uniforms(np.atleast_2d(np.asarray(uniforms, dtype=np.float64)), orders.shape, owner)
     pairs = _check_pairs(pairs, orders.shape[0], n, owner)
     seeds = _check_seeds(seeds, pairs.shape[:2], owner)
-    return _run(labels, pack, code, params, orders, uniforms, pairs, seeds)
+    return labels, pack, code, params, orders, uniforms, pairs, seeds
 
 
 def _run(labels, pack, code, params, orders, uniforms, pairs, seeds):
@@ -302,12 +308,13 @@ class GibbsSAMSKernel:
     """
 
     def __init__(self, pack: FamilyPack, prior_code: int, prior_params, reps: int = 1, moves: int = 1):
-        self.prior_code, self.prior_params = check_model(pack, prior_code, prior_params, "GibbsSAMSKernel")
+        owner = type(self).__name__
+        self.prior_code, self.prior_params = check_model(pack, prior_code, prior_params, owner)
         self.pack = pack
-        self.reps = _checks.integer("reps", reps, low=1, owner="GibbsSAMSKernel")
-        self.moves = _checks.integer("moves", moves, low=0, owner="GibbsSAMSKernel")
+        self.reps = _checks.integer("reps", reps, low=1, owner=owner)
+        self.moves = _checks.integer("moves", moves, low=0, owner=owner)
         if self.moves and pack.data.shape[0] < 2:
-            raise ValueError("GibbsSAMSKernel: a split-merge move needs at least two items (pass moves=0)")
+            raise ValueError(f"{owner}: a split-merge move needs at least two items (pass moves=0)")
 
     def random_numbers(self, rng: np.random.Generator, n: int):
         """(orders, uniforms, pairs, seeds) of one call."""

@@ -59,12 +59,12 @@ import numba
 import numpy as np
 
 from .. import _checks
-from .._numeric import check_uniforms, draw_log_weights, keyed_uniform, runtime_int, stream_key
+from .._numeric import draw_log_weights, keyed_uniform, runtime_int, stream_key
 from ..families.kernels import FamilyPack, merge_work_size, pack_init, pack_log_preds, pack_update
-from ..partition import as_labels, canonicalize_dense_into, index_array
+from ..partition import as_labels, canonicalize_dense_into
 from ..priors import log_join_weight
-from .gibbs import _build, _grow, _log_joint, _sweep, check_model
-from .gibbs_sams import GibbsSAMSKernel, _accept_split_merge, _check_pairs, _check_seeds
+from .gibbs import _build, _grow, _log_joint, _sweep
+from .gibbs_sams import GibbsSAMSKernel, _accept_split_merge, _check_sweeps
 
 __all__ = ["gibbs_subcluster_sweeps", "GibbsSubClusterKernel"]
 
@@ -252,16 +252,8 @@ def gibbs_subcluster_sweeps(labels, pack: FamilyPack, prior_code: int, prior_par
     [0, 0, 0, 0, 0, 1, 1, 1, 1, 1]
     """
     owner = "gibbs_subcluster_sweeps"
-    code, params = check_model(pack, prior_code, prior_params, owner)
-    n = pack.data.shape[0]
-    labels = as_labels(labels, n, owner=owner)
-    orders = np.atleast_2d(index_array(orders, n, name="orders", owner=owner))
-    if orders.ndim != 2:
-        raise ValueError(f"{owner}: orders must be (repetitions, visits), got shape {orders.shape}")
-    uniforms = check_uniforms(np.atleast_2d(np.asarray(uniforms, dtype=np.float64)), orders.shape, owner)
-    pairs = _check_pairs(pairs, orders.shape[0], n, owner)
-    seeds = _check_seeds(seeds, pairs.shape[:2], owner)
-    return _run(labels, pack, code, params, orders, uniforms, pairs, seeds, _scans(scans, owner))
+    return _run(*_check_sweeps(owner, labels, pack, prior_code, prior_params, orders, uniforms, pairs, seeds),
+                _scans(scans, owner))
 
 
 def _run(labels, pack, code, params, orders, uniforms, pairs, seeds, scans):
@@ -290,13 +282,7 @@ class GibbsSubClusterKernel(GibbsSAMSKernel):
 
     def __init__(self, pack: FamilyPack, prior_code: int, prior_params, reps: int = 1, moves: int = 1,
                  scans: int = 1):
-        owner = "GibbsSubClusterKernel"
-        self.prior_code, self.prior_params = check_model(pack, prior_code, prior_params, owner)
-        self.pack = pack
-        self.reps = _checks.integer("reps", reps, low=1, owner=owner)
-        self.moves = _checks.integer("moves", moves, low=0, owner=owner)
-        if self.moves and pack.data.shape[0] < 2:
-            raise ValueError(f"{owner}: a split-merge move needs at least two items (pass moves=0)")
+        super().__init__(pack, prior_code, prior_params, reps, moves)
         self.scans = _scans(scans, "GibbsSubClusterKernel")
 
     def step(self, labels, rng: np.random.Generator):
