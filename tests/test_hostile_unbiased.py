@@ -712,6 +712,19 @@ def others_as_undisturbed(model, run, bad):
     assert sorted(got) == [p for p in range(12) if p not in bad] and all(got[p] == fine[p] for p in got)
 
 
+def test_a_worker_death_counts_only_under_the_task_that_was_running_there():
+    """A pair that finished on worker A, whose result then died with A (killed by another pair),
+    is rerun by Dask on B: A's death was the other pair's, not a second one under this pair (it
+    used to be counted twice: worker_failures 3 for a pair that killed two workers)."""
+    from pymc_partitions.coupling.parallel import _deaths_under  # noqa: PLC0415
+
+    assert _deaths_under(["A"], {"A"}, set()) == 0  # finished on A, rerun elsewhere
+    assert _deaths_under(["A"], set(), set()) == 1  # A died while it ran there
+    assert _deaths_under(["A", "B"], set(), set()) == 2  # killed both workers
+    assert _deaths_under(["A", "B"], {"B"}, set()) == 1  # A died under it, then it finished on B
+    assert _deaths_under(["A", "B"], {"A"}, {"B"}) == 0  # B was restarted by the run itself
+
+
 def test_a_hung_pair_on_dask_is_stopped_by_pair_timeout(model, dask_faults):
     """It used to be never detected (the futures of the client's concurrent.futures view never
     report running): the call waited forever. Now its worker is restarted and the pair fails."""

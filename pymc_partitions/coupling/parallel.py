@@ -648,25 +648,36 @@ class _Foreign:
         _JOBS.pop(self.digest, None)
 
 
-def _announce_start(topic, attempt):
-    """Tell the parent, through the Dask scheduler, that ``attempt`` starts on this worker. The
-    message is sent before the pair runs and waited for (a synchronous call to the scheduler, not
-    the worker's batched stream): it cannot be lost with a worker that the pair then kills."""
+def _announce(topic, attempt, event):
+    """Tell the parent, through the Dask scheduler, that ``attempt`` starts or ends (``event``) on
+    this worker. The message is waited for (a synchronous call to the scheduler, not the worker's
+    batched stream): a start cannot be lost with a worker that the pair then kills, and an end is
+    known before the task's result is."""
     try:
         from distributed import get_worker  # noqa: PLC0415
         from distributed.utils import sync  # noqa: PLC0415
 
         worker = get_worker()
         sync(worker.loop, worker.scheduler.log_event, topic=topic,
-             msg={"attempt": attempt, "worker": worker.address}, callback_timeout=60)
+             msg={"attempt": attempt, "worker": worker.address, "event": event}, callback_timeout=60)
     except Exception:  # not on a Dask worker, or the scheduler is unreachable: the pair runs untimed
         pass
 
 
 def _dask_task(job_bytes, digest, token, parent_pid, key, seed, pair_timeout, topic, attempt):
-    """One pair on a Dask worker: :func:`_task`, announcing its start once the job is loaded."""
-    return _task(job_bytes, digest, token, parent_pid, key, seed, pair_timeout,
-                 lambda: _announce_start(topic, attempt))
+    """One pair on a Dask worker: :func:`_task`, announcing its start once the job is loaded and
+    its end (so that a worker dying after the pair ran there is not counted as dying under it)."""
+    result = _task(job_bytes, digest, token, parent_pid, key, seed, pair_timeout,
+                   lambda: _announce(topic, attempt, "start"))
+    _announce(topic, attempt, "end")
+    return result
+
+
+def _deaths_under(started_on, ended_on, restarted):
+    """How many worker deaths a task suffered: of the workers it started on (Dask reruns a task
+    whose worker died, or whose result was lost with its worker), those it did not end on (had it
+    finished there, a later death there was another task's doing) and the run did not restart."""
+    return sum(1 for w in started_on if w not in ended_on and w not in restarted)
 
 
 def _is_dask_client(executor) -> bool:
@@ -680,17 +691,18 @@ class _Dask:
     task running, and a task lost with its worker while its result was being fetched left them
     pending for good (the ``KilledWorker`` was raised inside Dask's callback).
 
-    * Each task announces its start once its worker has loaded the job (:func:`_announce_start`,
+    * Each task announces its start once its worker has loaded the job, and its end (:func:`_announce`,
       received through ``Client.subscribe_topic``); the pair's clock runs from then. A pair stuck
       past ``pair_timeout`` inside one iteration (between iterations it stops itself) is cancelled
       and its worker restarted by its nanny (``Client.restart_workers``), as the package ends its
       own worker processes; a worker without a nanny cannot be restarted and the pair is given up
       on (it may still run there).
-    * A worker death under a pair counts once per start of its task on a worker that died (Dask
-      itself reruns a task up to ``distributed.scheduler.allowed-failures`` times and then
-      raises ``KilledWorker``), whatever allowed-failures is set to. A task that had not started
-      on the worker that died (it was only queued there), or that died with a worker this run
-      restarted, is resubmitted and not blamed.
+    * A worker death under a pair counts once per start of its task on a worker that died before
+      the task ended there (Dask itself reruns a task up to
+      ``distributed.scheduler.allowed-failures`` times and then raises ``KilledWorker``, and
+      reruns a finished task whose result died with its worker), whatever allowed-failures is set
+      to. A task that had not started on the worker that died (it was only queued there), or that
+      died with a worker this run restarted, is resubmitted and not blamed.
     """
 
     RESULT_WAIT = 10.0  # seconds to fetch a finished pair's result; past that it was lost with its worker: rerun
@@ -707,6 +719,7 @@ class _Dask:
         self.finished = queue.SimpleQueue()  # futures whose task ended (Dask calls back in another thread)
         self.lock = threading.Lock()
         self.starts = {}  # attempt -> [(perf_counter when announced, worker address), ...]
+        self.ends = {}  # attempt -> addresses of the workers it finished on
         self.restarted = set()  # addresses of workers this run restarted
         self.restarts = []  # their threads (a restart takes seconds; the run goes on meanwhile)
         self.unblamed = {}  # pair key -> losses without a start
@@ -717,10 +730,13 @@ class _Dask:
         client.subscribe_topic(self.topic, self._announced)
 
     def _announced(self, event):
-        """A task's start (called in the client's event loop)."""
+        """A task's start or end (called in the client's event loop)."""
         msg = event[1]
         with self.lock:
-            self.starts.setdefault(msg["attempt"], []).append((time.perf_counter(), msg["worker"]))
+            if msg.get("event") == "end":
+                self.ends.setdefault(msg["attempt"], set()).add(msg["worker"])
+            else:
+                self.starts.setdefault(msg["attempt"], []).append((time.perf_counter(), msg["worker"]))
 
     def room(self, lane):
         return self.per_lane - sum(1 for f in self.futures.values() if f[0] == lane)
@@ -744,14 +760,11 @@ class _Dask:
         return bool(self.events) or bool(self.futures)
 
     def _forget(self, fut):
+        """(lane, key, the workers it started on, in order, and those it ended on) of a task."""
         lane, key, attempt = self.futures.pop(fut)
         with self.lock:
-            starts = self.starts.pop(attempt, [])
-        return lane, key, [w for _, w in starts]
-
-    def _deaths(self, workers):
-        """Of the workers a task started on, those that died under it (not restarted by this run)."""
-        return sum(1 for w in workers if w not in self.restarted)
+            starts, ends = self.starts.pop(attempt, []), self.ends.pop(attempt, set())
+        return lane, key, [w for _, w in starts], ends
 
     def _unblamed(self, lane, key, why):
         """A loss that is not the pair's doing: run it again (a pair lost this way again and again
@@ -764,10 +777,10 @@ class _Dask:
 
     def _outcome(self, fut):
         """The event of a task that ended (``fut`` is forgotten)."""
-        lane, key, started_on = self._forget(fut)
+        lane, key, started_on, ended_on = self._forget(fut)
         status = fut.status
-        if status == "finished":
-            self.report.worker_failures += self._deaths(started_on[:-1])  # deaths under it that Dask recovered from
+        if status == "finished":  # deaths under it that Dask recovered from (it ended on the last)
+            self.report.worker_failures += _deaths_under(started_on[:-1], ended_on, self.restarted)
             try:
                 kind, payload = fut.result(timeout=self.RESULT_WAIT)
             except Exception:  # its result was lost with its worker (Dask recomputes it): run it again
@@ -782,7 +795,7 @@ class _Dask:
                 self.report.worker_failures += 1
                 return lane, key, "lost", f"{type(err).__name__}: {err}"
             last = getattr(getattr(err, "last_worker", None), "address", "?")
-            died = self._deaths(started_on)
+            died = _deaths_under(started_on, ended_on, self.restarted)
             if not died:  # only queued on the worker(s) that died, or on one this run restarted
                 return self._unblamed(lane, key, f"Dask's KilledWorker (last worker {last})")
             self.report.worker_failures += died
@@ -818,7 +831,7 @@ class _Dask:
         _, _, attempt = self.futures[fut]
         with self.lock:
             worker = self.starts[attempt][-1][1]
-        lane, key, _ = self._forget(fut)
+        lane, key, _, _ = self._forget(fut)
         fut.cancel()
         try:
             nanny = self.client.scheduler_info()["workers"].get(worker, {}).get("nanny")
