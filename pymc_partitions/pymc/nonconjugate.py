@@ -241,7 +241,10 @@ class NonConjugateModel:
                                  "only, and would ignore it")
 
     def _check_identical(self, v):
-        """Refuse slots whose distribution's parameters vary along the slot axis (not iid)."""
+        """Refuse slots whose distribution's parameters vary along the slot axis (not iid), unless they
+        are functions of other slot variables (``pm.Normal("mu", 0, 3 * sigma, shape=n)``: checked to be
+        slot by slot by :meth:`_check_base_iid`)."""
+        others = set(self.slot_rvs) - {v}
         op = v.owner.op
         ndims_params = getattr(op, "ndims_params", None)
         ndim_supp = getattr(op, "ndim_supp", None)
@@ -251,7 +254,7 @@ class NonConjugateModel:
         batch = v.ndim - ndim_supp
         for p, core in zip(params, ndims_params):
             p_batch = p.type.ndim - core
-            if batch > 0 and p_batch == batch and p.type.shape[0] != 1:
+            if batch > 0 and p_batch == batch and p.type.shape[0] != 1 and not others & set(ancestors([p])):
                 raise ValueError(f"the slot variable {v.name!r} has a parameter that varies along its slot axis: the "
                                  "slots must be identically distributed (a base measure), e.g. "
                                  "pm.Normal('mu', 0.0, 3.0, shape=n) with scalar parameters")
@@ -280,6 +283,7 @@ class NonConjugateModel:
         for t in model.logp(vars=self.slot_rvs, sum=False, jacobian=True):
             base = base + (t.sum(axis=tuple(range(1, t.ndim))) if t.ndim > 1 else t)
         self._base_logp = pm.pytensorf.compile(self.value_vars, base, on_unused_input="ignore")
+        self._check_base_iid(model)
         # fresh draws of every slot from the base measure, given the other variables' values, on the value scale
         slot_set = set(self.slot_rvs)
         others = [v for v in model.free_RVs if v not in slot_set]
@@ -311,6 +315,27 @@ class NonConjugateModel:
             if not np.allclose(a[: n - 1], b[: n - 1], equal_nan=True):
                 raise ValueError(f"the log-likelihood of {[o.name for o in self.likelihoods]} is not elementwise over "
                                  "items: item i's term must depend on its own label only")
+
+    def _check_base_iid(self, model):
+        """The slots' joint density must be a product of one base measure over slots: with every slot
+        holding the same values every slot's log density is the same (identical), and changing the last
+        slot changes no other slot's (independent). Catches slot distributions whose parameters vary
+        along the slot axis through other slot variables (``3 * sigma[::-1]``, ``sigma.mean()``)."""
+        S = self.n_slots
+        vals = self.values(model.initial_point(0))
+        here = [np.asarray(vals[self.value_names.index(name)]) for name in self.slot_names]
+        same = [np.repeat(s[:1], S, axis=0) for s in here]
+        lp = self.base_logp(vals, same)
+        moved = [s.copy() for s in same]
+        for s in moved:
+            s[S - 1] = s[S - 1] + 0.5
+        lp_moved = self.base_logp(vals, moved)
+        names = [v.name for v in self.slot_rvs]
+        if lp.shape != (S,) or not np.allclose(lp, lp[0]) or not np.allclose(lp_moved[: S - 1], lp[: S - 1]):
+            raise ValueError(f"the slot variables {names} are not independent and identically distributed across "
+                             "slots: the distribution of slot j may depend on other slot variables' slot j only "
+                             "(e.g. pm.Normal('mu', 0, 3 * sigma, shape=n)), not on other slots or on the "
+                             "slot's position")
 
     def reseed(self, rng: np.random.Generator):
         pm.pytensorf.reseed_rngs(self._rngs, rng.integers(2**63))
