@@ -20,11 +20,11 @@ centred NOx with an intercept, CRP(1), sigma_b^2 ~ InvGamma(2, 0.01), beta_b | s
 N([mean E, 0], sigma_b^2 diag(400, 100))) fitted twice by a plain ``pm.sample`` (steps assigned by
 PyMC and the package), 2 chains of 2000 draws after 300 tuning draws, ``cores=1``, after a warm-up
 run (caches filled): once with ``pmp.NormalLinearRegression`` (beta and sigma integrated out), once
-as a slot model through ``pmp.NonConjugateGibbs`` with the same prior, written non-centred because
-a slot distribution whose parameters vary along the slot axis is refused
-(``sigma2 = pm.InverseGamma("sigma2", 2, 0.01, shape=n)``, ``b = pm.Normal("b", 0, 1, shape=(n, 2))``,
-``beta[z] = mu0 + sqrt(sigma2[z] cov0) * b[z]``, ``pm.Normal("E", (X * beta[z]).sum(-1),
-sqrt(sigma2[z]))``). CPU = ``time.process_time`` of the whole ``pm.sample`` call (both chains).
+as a slot model through ``pmp.NonConjugateGibbs`` with the same prior
+(``sigma2 = pm.InverseGamma("sigma2", 2, 0.01, shape=n)``, ``beta = pm.Normal("beta", mu0,
+sqrt(sigma2[:, None] cov0), shape=(n, 2))``, ``pm.Normal("E", (X * beta[z]).sum(-1),
+sqrt(sigma2[z]))``; ``--noncentred``: ``b = pm.Normal("b", 0, 1, shape=(n, 2))`` and
+``beta[z] = mu0 + sqrt(sigma2[z] cov0) * b[z]``, the same prior). CPU = ``time.process_time`` of the whole ``pm.sample`` call (both chains).
 Label-invariant quantities computed from the labels of every draw of both runs: K, the largest
 cluster's share, and the log joint of the partition with beta and sigma integrated out, log p(z) +
 log p(y | z) (the collapsed family's, from its kernel). ESS: ArviZ bulk ESS over both chains.
@@ -67,7 +67,7 @@ def per_sweep(kernel, labels, reps, seed=1):
     return float(np.median(times)), int(labels.max()) + 1
 
 
-def ethanol_models():
+def ethanol_models(noncentred=False):
     """(collapsed model, slot model) of the ethanol clusters of regressions, the same prior."""
     import pymc as pm
     import pytensor.tensor as pt
@@ -85,13 +85,16 @@ def ethanol_models():
     with pm.Model() as slots:
         z = pmp.Partition("z", pmp.CRP(1.0), n=n)
         sigma2 = pm.InverseGamma("sigma2", a0, b0, shape=n)
-        b = pm.Normal("b", 0.0, 1.0, shape=(n, 2))
-        beta = mu0 + pt.sqrt(sigma2[z][:, None] * cov0) * b[z]  # beta_b | sigma2_b ~ N(mu0, sigma2_b cov0)
-        pm.Normal("E", (X * beta).sum(-1), pt.sqrt(sigma2[z]), observed=e)
+        if noncentred:
+            b = pm.Normal("b", 0.0, 1.0, shape=(n, 2))
+            coef = mu0 + pt.sqrt(sigma2[z][:, None] * cov0) * b[z]  # beta_b | sigma2_b ~ N(mu0, sigma2_b cov0)
+        else:
+            coef = pm.Normal("beta", mu0, pt.sqrt(sigma2[:, None] * cov0), shape=(n, 2))[z]
+        pm.Normal("E", (X * coef).sum(-1), pt.sqrt(sigma2[z]), observed=e)
     return collapsed, slots
 
 
-def mixing(draws=2000, tune=300, chains=2, seed=1):
+def mixing(draws=2000, tune=300, chains=2, seed=1, noncentred=False):
     import arviz as az
     import pymc as pm
 
@@ -99,7 +102,7 @@ def mixing(draws=2000, tune=300, chains=2, seed=1):
     from pymc_partitions.pymc.terms import PartitionTerms
     from pymc_partitions.samplers.gibbs import log_joint
 
-    collapsed, slots = ethanol_models()
+    collapsed, slots = ethanol_models(noncentred)
     terms = PartitionTerms(collapsed, "z")
     prior_params, pack = terms.kernel_inputs(collapsed.initial_point(0))
 
@@ -108,7 +111,7 @@ def mixing(draws=2000, tune=300, chains=2, seed=1):
         return float(np.asarray(az.ess(values))), float(values.std() / np.sqrt(mean_ess))
 
     results = {}
-    for name, model in (("NormalLinearRegression (collapsed)", collapsed), ("slots + NonConjugateGibbs", slots)):
+    for name, model in (("NormalLinearRegression (collapsed)", collapsed), (f"slots{' (non-centred)' if noncentred else ''} + NonConjugateGibbs", slots)):
         with model:
             pm.sample(draws=20, tune=20, chains=1, cores=1, random_seed=seed, progressbar=False,
                       compute_convergence_checks=False)  # warm-up: numba and PyTensor caches
@@ -148,9 +151,10 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--mixing", action="store_true", help="ESS per CPU second, collapsed vs slots (ethanol)")
+    parser.add_argument("--noncentred", action="store_true", help="--mixing: the slot model's beta non-centred")
     args = parser.parse_args()
     if args.mixing:
-        mixing(draws=500 if args.quick else 2000)
+        mixing(draws=500 if args.quick else 2000, noncentred=args.noncentred)
         return
     n, reps = (2000, 9) if args.quick else (10_000, 15)
     prior = CRP(1.0)
