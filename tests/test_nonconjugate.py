@@ -5,6 +5,7 @@ model it cannot sample is refused with a clear error."""
 
 import numpy as np
 import pymc as pm
+import pytensor.tensor as pt
 import pytest
 from scipy import stats
 
@@ -247,3 +248,112 @@ def test_vector_slots_and_a_hierarchical_base_measure():
     assert np.isfinite(post["mu"].values).all()
     for z in post["z"].values[0, 30:]:  # the two groups, 12 sds apart, never share a cluster
         assert not set(z[:8]) & set(z[8:])
+
+
+def _cast_model(index, y=Y):
+    """normal_model(CRP(1.2)) with the slot index written as ``index(z)``."""
+    n = len(y)
+    with pm.Model() as model:
+        z = pmp.Partition("z", pmp.CRP(1.2), n=n)
+        mu = pm.Normal("mu", 0.0, SIGMA0, shape=n)
+        sigma = pm.HalfNormal("sigma", 1.0, shape=n)
+        pm.Normal("y", mu=mu[index(z)], sigma=sigma[index(z)], observed=y)
+    return model
+
+
+@pytest.mark.parametrize("cast", [lambda z: z.astype("int32"), lambda z: z.astype("uint8"),
+                                  lambda z: pt.cast(z.astype("int16"), "int32")],
+                         ids=["int32", "uint8", "int16-then-int32"])
+def test_a_dtype_cast_of_the_partition_indexes_slots_and_gives_the_same_chain(cast):
+    """mu[z.astype("int32")] is the model mu[z]: pm.sample assigns NonConjugateGibbs to it and, from the
+    same seed, draws the very same chain (labels and slots) as the uncast model."""
+    runs = []
+    for index in (lambda z: z, cast):
+        with _cast_model(index):
+            result = pm.sample(draws=40, tune=20, chains=1, random_seed=7, progressbar=False,
+                               compute_convergence_checks=False)
+        assert "slot_accept" in posterior_dataset(result, "sample_stats")
+        runs.append(posterior_dataset(result))
+    plain, casted = runs
+    assert len(np.unique(plain["z"].values.max(axis=-1))) > 1  # the chain moves
+    for name in ("z", "mu", "sigma"):
+        np.testing.assert_array_equal(casted[name].values, plain[name].values)
+
+
+def test_arithmetic_on_the_partition_index_is_still_refused():
+    """Only a pure integer dtype cast of z is accepted as the index: arithmetic on the labels (before or
+    after a cast), a cast through float or to bool, a cast too narrow for the labels and the cast labels
+    used outside an index are refused with an error naming the likelihood."""
+    n = 6
+
+    def indexed_by(index, observed=Y, size=n):
+        def build():
+            z = pmp.Partition("z", pmp.CRP(1.0), n=size)
+            mu = pm.Normal("mu", 0, 1, shape=size)
+            pm.Normal("y", mu[index(z)], 1.0, observed=observed)
+        return build
+
+    other_use = r"'y' uses the partition 'z' other than as the index.*astype\('int32'\).*arithmetic"
+    for index in (lambda z: z + 1, lambda z: z // 2, lambda z: (z + 0).astype("int32"),
+                  lambda z: (z.astype("int32") * 1).astype("int64"), lambda z: z.astype("float64").astype("int64"),
+                  lambda z: pm.math.clip(z, 0, n - 1)):
+        _refused(indexed_by(index), other_use)
+
+    def cast_used_outside_an_index():
+        z = pmp.Partition("z", pmp.CRP(1.0), n=n)
+        mu = pm.Normal("mu", 0, 1, shape=n)
+        zc = z.astype("int32")
+        pm.Normal("y", mu[zc] + zc, 1.0, observed=Y)
+    _refused(cast_used_outside_an_index, other_use)
+
+    def bool_mask():
+        z = pmp.Partition("z", pmp.CRP(1.0), n=n)
+        mu = pm.Normal("mu", 0, 1, shape=n)
+        pm.Normal("y", mu[z.astype("bool")].sum() + pm.math.zeros(n), 1.0, observed=Y)
+    _refused(bool_mask, r"'y'.*other than as the index")
+
+    big = 130  # labels up to 129 do not fit in int8
+    _refused(indexed_by(lambda z: z.astype("int8"), observed=np.linspace(-1, 1, big), size=big),
+             r"'y' casts the partition 'z' to int8, which cannot hold its labels up to 129")
+
+
+def test_a_base_measure_with_slot_by_slot_dependence_matches_the_niw_enumeration():
+    """sigma2_j ~ InvGamma(nu0/2, scale0/2), mu_j | sigma2_j ~ N(mu0, sigma2_j / kappa0) and
+    y ~ N(mu[z], sqrt(sigma2[z])): the slots' parameters depend on another slot variable slot by slot,
+    which is the 1-D Normal-inverse-Wishart model; the step matches its exact partition posterior (TV at
+    the iid floor, with power against a three times wider base measure of the means)."""
+    prior, nu0, scale0, kappa0 = PRIORS["crp"], 4.0, 2.0, 0.25
+
+    def niw_exact(k0):
+        pack = FamilyPack.build([(kernels.NIW, Y[:, None], kernels.niw_hyper(0.0, k0, nu0, scale0, 1, len(Y)))])
+        return exact_posterior(len(Y), lambda p: log_joint(p, pack, prior.code, prior.kernel_params()))
+
+    n = len(Y)
+    with pm.Model() as model:
+        z = pmp.Partition("z", prior, n=n)
+        sigma2 = pm.InverseGamma("sigma2", nu0 / 2, scale0 / 2, shape=n)
+        mu = pm.Normal("mu", 0.0, pt.sqrt(sigma2 / kappa0), shape=n)
+        pm.Normal("y", mu=mu[z], sigma=pt.sqrt(sigma2[z]), observed=Y)
+    parts, p = niw_exact(kappa0)
+    _, wrong = niw_exact(kappa0 / 9)
+    samples, _ = drive(model, 4000, seed=3)
+    k = samples.max(axis=1).astype(float)
+    together = (samples[:, 0] == samples[:, 1]).astype(float)
+    tv, tol = check_against(parts, p, samples, [k, together], wrong=wrong)
+    assert tv < tol
+
+
+def test_slots_not_iid_through_other_slot_variables_are_refused():
+    """A slot distribution may depend on another slot variable's same slot only: depending on other
+    slots (reversed, a mean over slots) or on the position (a constant varying along the axis, hidden
+    behind a slot variable) is refused."""
+    n = 6
+    for mean, scale in [(0.0, lambda s: 3 * s[::-1]), (lambda s: s.mean(), 1.0),
+                        (lambda s: np.arange(n) * 1.0 + 0 * s, 1.0)]:
+        def build(mean=mean, scale=scale):
+            z = pmp.Partition("z", pmp.CRP(1.0), n=n)
+            sigma = pm.HalfNormal("sigma", 1.0, shape=n)
+            mu = pm.Normal("mu", mean(sigma) if callable(mean) else mean,
+                           scale(sigma) if callable(scale) else scale, shape=n)
+            pm.Normal("y", mu[z], sigma[z], observed=Y)
+        _refused(build, r"\['sigma', 'mu'\] are not independent and identically distributed across slots")

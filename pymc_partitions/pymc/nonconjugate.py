@@ -47,6 +47,8 @@ from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.graph.replace import clone_replace
 from pytensor.tensor.random.type import RandomGeneratorType
 import pytensor.tensor.subtensor as _subtensor
+from pytensor.scalar.basic import Cast as ScalarCast
+from pytensor.tensor.elemwise import Elemwise
 
 from .. import _checks
 from ..partition import canonicalize
@@ -69,11 +71,25 @@ def _is_rv(model, var):
     return var in model.rvs_to_values
 
 
+def _label_index(ix, partition):
+    """The integer dtypes ``ix`` casts the labels to if ``ix`` is the partition itself or a chain of pure
+    dtype casts of it (``z.astype("int32")``), else None (``z + 1``, ``z // 2``, a cast to bool/float)."""
+    casts = []
+    while ix is not partition:
+        node = ix.owner
+        if (node is None or not isinstance(node.op, Elemwise) or not isinstance(node.op.scalar_op, ScalarCast)
+                or not ix.dtype.startswith(("int", "uint"))):
+            return None
+        casts.append(ix.dtype)
+        ix = node.inputs[0]
+    return casts
+
+
 def _walk(model, partition, start):
     """Walk the graph of ``start`` (stopping at model variables): (free RVs reached directly, RVs
     reached inside an expression indexed by the partition, whether the partition is used other than
-    as such an index)."""
-    direct, indexed, stray = set(), set(), False
+    as such an index, the integer dtypes the labels are cast to on the way to an index)."""
+    direct, indexed, stray, casts = set(), set(), False, set()
     stack, seen = list(start), set()
     while stack:
         var = stack.pop()
@@ -91,14 +107,19 @@ def _walk(model, partition, start):
             continue
         if isinstance(node.op, _INDEX_OPS) and any(partition in ancestors([ix]) for ix in node.inputs[1:]):
             for ix in node.inputs[1:]:
-                if ix is not partition and partition in ancestors([ix]):
+                if partition not in ancestors([ix]):
+                    continue
+                cast = _label_index(ix, partition)
+                if cast is None:
                     stray = True  # e.g. mu[z + 1]: not the labels themselves
+                else:
+                    casts.update(cast)
             for a in ancestors([node.inputs[0]], blockers=list(model.rvs_to_values)):
                 if _is_rv(model, a):
                     indexed.add(a)
             continue
         stack.extend(node.inputs)
-    return direct, indexed, stray
+    return direct, indexed, stray, casts
 
 
 def nonconjugate_likelihoods(model, partition) -> list:
@@ -114,7 +135,7 @@ def slot_variables(model, partition) -> list:
     """The free variables indexed by ``partition`` in its non-conjugate likelihoods (in model order)."""
     found = set()
     for obs in nonconjugate_likelihoods(model, partition):
-        _, indexed, _ = _walk(model, partition, obs.owner.inputs)
+        indexed = _walk(model, partition, obs.owner.inputs)[1]
         found |= indexed
     return [v for v in model.free_RVs if v in found]
 
@@ -155,10 +176,18 @@ class NonConjugateModel:
                              "supported yet; write the collapsed one with slot parameters too")
         slots = set()
         for obs in self.likelihoods:
-            direct, indexed, stray = _walk(model, rv, obs.owner.inputs)
+            direct, indexed, stray, casts = _walk(model, rv, obs.owner.inputs)
             if stray:
                 raise ValueError(f"{obs.name!r} uses the partition {name!r} other than as the index of slot "
-                                 f"parameters (write mu[{name}], one slot per possible block)")
+                                 f"parameters (write mu[{name}], one slot per possible block; an integer dtype "
+                                 f"cast such as mu[{name}.astype('int32')] is accepted, arithmetic on the labels "
+                                 "is not)")
+            top = min(self.n, self.n_slots) - 1  # the largest label
+            narrow = sorted(c for c in casts if np.iinfo(c).max < top)
+            if narrow:
+                raise ValueError(f"{obs.name!r} casts the partition {name!r} to {narrow[0]}, which cannot hold its "
+                                 f"labels up to {top}: cast to a wider integer dtype (e.g. 'int32') or index with "
+                                 f"{name} itself")
             if not indexed:
                 raise ValueError(f"{obs.name!r} depends on the partition {name!r} but indexes no free variable with "
                                  f"it: write its cluster parameters as slots, e.g. mu = pm.Normal('mu', 0, 1, "
@@ -212,7 +241,10 @@ class NonConjugateModel:
                                  "only, and would ignore it")
 
     def _check_identical(self, v):
-        """Refuse slots whose distribution's parameters vary along the slot axis (not iid)."""
+        """Refuse slots whose distribution's parameters vary along the slot axis (not iid), unless they
+        are functions of other slot variables (``pm.Normal("mu", 0, 3 * sigma, shape=n)``: checked to be
+        slot by slot by :meth:`_check_base_iid`)."""
+        others = set(self.slot_rvs) - {v}
         op = v.owner.op
         ndims_params = getattr(op, "ndims_params", None)
         ndim_supp = getattr(op, "ndim_supp", None)
@@ -222,7 +254,7 @@ class NonConjugateModel:
         batch = v.ndim - ndim_supp
         for p, core in zip(params, ndims_params):
             p_batch = p.type.ndim - core
-            if batch > 0 and p_batch == batch and p.type.shape[0] != 1:
+            if batch > 0 and p_batch == batch and p.type.shape[0] != 1 and not others & set(ancestors([p])):
                 raise ValueError(f"the slot variable {v.name!r} has a parameter that varies along its slot axis: the "
                                  "slots must be identically distributed (a base measure), e.g. "
                                  "pm.Normal('mu', 0.0, 3.0, shape=n) with scalar parameters")
@@ -251,6 +283,7 @@ class NonConjugateModel:
         for t in model.logp(vars=self.slot_rvs, sum=False, jacobian=True):
             base = base + (t.sum(axis=tuple(range(1, t.ndim))) if t.ndim > 1 else t)
         self._base_logp = pm.pytensorf.compile(self.value_vars, base, on_unused_input="ignore")
+        self._check_base_iid(model)
         # fresh draws of every slot from the base measure, given the other variables' values, on the value scale
         slot_set = set(self.slot_rvs)
         others = [v for v in model.free_RVs if v not in slot_set]
@@ -282,6 +315,27 @@ class NonConjugateModel:
             if not np.allclose(a[: n - 1], b[: n - 1], equal_nan=True):
                 raise ValueError(f"the log-likelihood of {[o.name for o in self.likelihoods]} is not elementwise over "
                                  "items: item i's term must depend on its own label only")
+
+    def _check_base_iid(self, model):
+        """The slots' joint density must be a product of one base measure over slots: with every slot
+        holding the same values every slot's log density is the same (identical), and changing the last
+        slot changes no other slot's (independent). Catches slot distributions whose parameters vary
+        along the slot axis through other slot variables (``3 * sigma[::-1]``, ``sigma.mean()``)."""
+        S = self.n_slots
+        vals = self.values(model.initial_point(0))
+        here = [np.asarray(vals[self.value_names.index(name)]) for name in self.slot_names]
+        same = [np.repeat(s[:1], S, axis=0) for s in here]
+        lp = self.base_logp(vals, same)
+        moved = [s.copy() for s in same]
+        for s in moved:
+            s[S - 1] = s[S - 1] + 0.5
+        lp_moved = self.base_logp(vals, moved)
+        names = [v.name for v in self.slot_rvs]
+        if lp.shape != (S,) or not np.allclose(lp, lp[0]) or not np.allclose(lp_moved[: S - 1], lp[: S - 1]):
+            raise ValueError(f"the slot variables {names} are not independent and identically distributed across "
+                             "slots: the distribution of slot j may depend on other slot variables' slot j only "
+                             "(e.g. pm.Normal('mu', 0, 3 * sigma, shape=n)), not on other slots or on the "
+                             "slot's position")
 
     def reseed(self, rng: np.random.Generator):
         pm.pytensorf.reseed_rngs(self._rngs, rng.integers(2**63))
