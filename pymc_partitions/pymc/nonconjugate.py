@@ -522,11 +522,12 @@ class NonConjugateGibbs(ChainSetupMixin, BlockedStep):
         labels and occupied slots (flattened to one row of d numbers per slot); the free slots after
         them are the fresh base-measure draws ``slots`` already holds beyond K."""
         nc, S, dtype = self.nc, self.nc.n_slots, self.terms.dtype
-        shapes = [s.shape for s in slots]
-        widths = np.cumsum([0] + [int(np.prod(sh[1:], dtype=np.int64)) for sh in shapes])
+        shapes = [(s.shape, s.dtype) for s in slots]
+        widths = np.cumsum([0] + [int(np.prod(sh[1:], dtype=np.int64)) for sh, _ in shapes])
 
         def unflatten(theta):
-            return [theta[:, a:b].reshape(sh) for a, b, sh in zip(widths[:-1], widths[1:], shapes)]
+            return [theta[:, a:b].reshape(sh).astype(dt, copy=False)
+                    for a, b, (sh, dt) in zip(widths[:-1], widths[1:], shapes)]
 
         def loglik(lab, theta):
             return nc.item_loglik(values, lab.astype(dtype), unflatten(theta))
