@@ -51,7 +51,7 @@ def drive(model, draws, seed, burn=300, **kwargs):
         if t >= burn:
             labels[t - burn] = point["z"]
             mean0[t - burn] = point["mu"][point["z"][0]]
-    assert (moved > 0) == bool(kwargs.get("split_merge", 0))  # the proposals ran and were accepted
+    assert (moved > 0) == bool(step.split_merge)  # the proposals ran and were accepted
     return labels, mean0
 
 
