@@ -25,6 +25,8 @@ One draw of :class:`NonConjugateGibbs`, each part leaving that joint law invaria
    each is independent of the chain until its item is visited).
 2. Relabelling: labels made canonical, the occupied slots permuted with them; the free slots are drawn
    afresh from G0 (their exact conditional).
+2b. Optional split-merge proposals (``split_merge``, :mod:`pymc_partitions.samplers.slot_split_merge`):
+   reversible-jump moves on (partition, occupied slots); the free slots stay the fresh draws of 2.
 3. Occupied slots: a random-walk Metropolis proposal for every occupied slot at once on the value
    (unconstrained) scale, accepted per slot with the ratio of G0 (with its Jacobian) times the
    likelihood of the slot's items: given the labels the target factorises over slots, so the
@@ -327,8 +329,7 @@ class NonConjugateGibbs(ChainSetupMixin, BlockedStep):
     the unused slots, ``split_merge`` split-merge proposals on the labels and occupied slots together
     (:mod:`~pymc_partitions.samplers.slot_split_merge`), and ``slot_steps`` random-walk Metropolis
     updates of all occupied slots at once (one acceptance per slot; step size adapted during tuning
-    only). Exact for any prior of the
-    package (CRP, Pitman-Yor, FiniteDirichlet). ``pm.sample`` assigns it automatically; the other
+    only). Exact for any prior of the package (CRP, Pitman-Yor, FiniteDirichlet). ``pm.sample`` assigns it automatically; the other
     free variables (e.g. a shared ``nu``, ``alpha``) get their usual steps.
 
     Parameters
@@ -346,8 +347,9 @@ class NonConjugateGibbs(ChainSetupMixin, BlockedStep):
         Split-merge proposals per draw (0: none). Off by default: measured, one per draw pays on
         galaxies with Student-t clusters (1.5-3x effective samples per CPU second) but costs more
         than it gains on Old Faithful with diagonal Normal clusters (``docs/nonconjugate.md``).
-        Each costs up to three evaluations of the likelihood of every item. Its proposal's scale per coordinate starts at the base measure's spread and,
-        during tuning only, follows the mean spread of the occupied slots.
+        Each costs up to three evaluations of the likelihood of every item. Its proposal's scale
+        per coordinate starts at the base measure's spread and, during tuning only, follows the
+        mean spread of the occupied slots.
 
     Sampler statistics: ``n_clusters``, ``slot_accept`` (mean acceptance of the slot updates),
     ``slot_scale``, ``opened`` (blocks opened by the label sweep), ``splits`` and ``merges``
