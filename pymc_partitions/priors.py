@@ -74,6 +74,21 @@ def log_new_weight(code, params, n_other_blocks):
 
 
 @numba.njit(cache=True, error_model="numpy")
+def log_split_prior_ratio(code, params, n_blocks_merged, size_a, size_b):
+    """log p(split) - log p(merged): the prior ratio of splitting one block of ``size_a + size_b``
+    items, in a partition of ``n_blocks_merged`` blocks, into blocks of ``size_a`` and ``size_b``
+    (from the sequential weights: the new block's weight, then each block built item by item)."""
+    d = log_new_weight(code, params, n_blocks_merged)
+    for m in range(1, size_a):
+        d += log_join_weight(code, params, m)
+    for m in range(1, size_b):
+        d += log_join_weight(code, params, m)
+    for m in range(1, size_a + size_b):
+        d -= log_join_weight(code, params, m)
+    return d
+
+
+@numba.njit(cache=True, error_model="numpy")
 def new_item_log_probabilities(code, params, sizes):
     """Log probabilities that one more item joins each block of the given (positive) ``sizes``,
     and, last, that it opens a new block: the weights above, normalised. Pitman-Yor:

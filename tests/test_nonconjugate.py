@@ -43,24 +43,30 @@ def drive(model, draws, seed, burn=300, **kwargs):
     point = model.initial_point(0)
     labels = np.empty((draws, len(Y)), np.int64)
     mean0 = np.empty(draws)
+    moved = 0
     for t in range(burn + draws):
         if t == burn:
             step.stop_tuning()
-        point, _ = step.step(point)
+        point, stats = step.step(point)
+        moved += stats[0]["splits"] + stats[0]["merges"]
         if t >= burn:
             labels[t - burn] = point["z"]
             mean0[t - burn] = point["mu"][point["z"][0]]
+    assert (moved > 0) == bool(step.split_merge)  # the proposals ran and were accepted
     return labels, mean0
 
 
-@pytest.mark.parametrize("prior_name", ["crp", "finite_dirichlet", "pitman_yor"])
-def test_step_matches_enumeration(prior_name):
+@pytest.mark.parametrize("prior_name, split_merge", [("crp", 0), ("finite_dirichlet", 0), ("pitman_yor", 0),
+                                                     ("crp", 3), ("finite_dirichlet", 3)])
+def test_step_matches_enumeration(prior_name, split_merge):
     """TV at the iid floor (effective draws) against the collapsed NormalNormal's exact posterior;
-    with power against the posterior of a base measure three times wider."""
+    with power against the posterior of a base measure three times wider. With and without the
+    split-merge proposals (samplers/slot_split_merge.py; alone on the labels in
+    tests/test_slot_split_merge.py)."""
     prior = PRIORS[prior_name]
     parts, p = exact(prior)
     _, wrong = exact(prior, sigma0=3 * SIGMA0)
-    samples, _ = drive(normal_model(prior), 4000, seed=2)
+    samples, _ = drive(normal_model(prior), 4000, seed=2, split_merge=split_merge)
     k = samples.max(axis=1).astype(float)
     together = (samples[:, 0] == samples[:, 1]).astype(float)
     tv, tol = check_against(parts, p, samples, [k, together], wrong=wrong)
@@ -132,7 +138,10 @@ def test_step_arguments_are_checked():
     model = normal_model(PRIORS["crp"])
     z = model["z"]
     for kwargs, word in [({"m": 0}, "m"), ({"m": 1.5}, "m"), ({"m": 10**9}, "m"), ({"slot_steps": -1}, "slot_steps"),
-                         ({"scale": 0.0}, "scale"), ({"scale": np.inf}, "scale"), ({"scale": "a"}, "scale")]:
+                         ({"scale": 0.0}, "scale"), ({"scale": np.inf}, "scale"), ({"scale": "a"}, "scale"),
+                         ({"split_merge": -1}, "split_merge"), ({"split_merge": 2.5}, "split_merge"),
+                         ({"split_merge": True}, "split_merge"), ({"split_merge": 10**9}, "split_merge"),
+                         ({"split_merge": "3"}, "split_merge")]:
         with pytest.raises((ValueError, TypeError), match=word):
             pmp.NonConjugateGibbs([z], model=model, **kwargs)
     with pytest.raises(ValueError, match="one partition"):
