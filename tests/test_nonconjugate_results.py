@@ -1,0 +1,140 @@
+"""Results of non-conjugate partition models (slot parameters, pymc_partitions/pymc/nonconjugate.py):
+label-invariant views of the slots (pmp.slot_views, pmp.summary), and the results functions
+checked against the collapsed NormalNormal on the same data (the conjugate model written through
+the non-conjugate path has the same posterior)."""
+
+import numpy as np
+import pymc as pm
+import pytest
+import xarray as xr
+
+import pymc_partitions as pmp
+from pymc_partitions.pymc.compat import new_result, posterior_dataset
+from pymc_partitions.results.slots import views_of_slots
+
+Y = np.array([-3.1, -2.8, -3.3, -2.9, 2.7, 3.2, 3.0, 2.9, 3.1, 0.2])
+N = len(Y)
+
+
+def slot_model(y=Y, prior=None, sigma0=3.0):
+    n = len(y)
+    prior = pmp.CRP(1.0) if prior is None else prior
+    with pm.Model() as model:
+        z = pmp.Partition("z", prior, n=n)
+        mu = pm.Normal("mu", 0.0, sigma0, shape=n)
+        pm.Normal("y", mu=mu[z], sigma=0.5, observed=y)
+    return model
+
+
+@pytest.fixture(scope="module")
+def fitted():
+    model = slot_model()
+    with model:
+        idata = pm.sample(draws=150, tune=100, chains=2, cores=1, random_seed=3, progressbar=False,
+                          compute_convergence_checks=False)
+    return model, idata
+
+
+def _by_hand(labels, slots):
+    """Per draw: parameter of each item's cluster, and (size, parameter) of the clusters ranked by
+    size (largest first, ties by first item), computed one draw at a time."""
+    of_item = slots[labels]
+    blocks = list(dict.fromkeys(labels.tolist()))  # first-appearance order
+    ranked = sorted(blocks, key=lambda b: -np.sum(labels == b))  # stable: ties keep first appearance
+    return of_item, [int(np.sum(labels == b)) for b in ranked], slots[ranked]
+
+
+def test_slot_views_are_each_items_cluster_parameter_and_the_clusters_ranked_by_size(fitted, tmp_path):
+    model, idata = fitted
+    out = pmp.slot_views(idata, model)
+    views = posterior_dataset(out, "slot_views")
+    post = posterior_dataset(idata)
+    assert views["mu_of_item"].dims == ("chain", "draw", "item")
+    assert views["mu_by_size"].dims == ("chain", "draw", "z_size_rank")
+    z, mu = post["z"].values, post["mu"].values
+    for c in range(2):
+        for d in range(0, 150, 7):
+            of_item, sizes, ranked = _by_hand(z[c, d], mu[c, d])
+            np.testing.assert_array_equal(views["mu_of_item"].values[c, d], of_item)
+            k = len(sizes)
+            np.testing.assert_array_equal(views["z_cluster_size"].values[c, d, :k], sizes)
+            assert np.all(views["z_cluster_size"].values[c, d, k:] == 0)
+            np.testing.assert_array_equal(views["mu_by_size"].values[c, d, :k], ranked)
+            assert np.all(np.isnan(views["mu_by_size"].values[c, d, k:]))
+    # the largest cluster is one of the two groups of the data, its mean near the group's
+    top = views["mu_by_size"].values[..., 0]
+    assert np.mean(np.abs(np.abs(top) - 3.0) < 0.6) > 0.9
+    # recorded at sampling time: the same views without the model, and after save / load
+    again = posterior_dataset(pmp.slot_views(idata), "slot_views")
+    xr.testing.assert_equal(again[["mu_of_item", "mu_by_size"]], views[["mu_of_item", "mu_by_size"]])
+    pmp.save(out, tmp_path / "views.nc")
+    back = posterior_dataset(pmp.load(tmp_path / "views.nc"), "slot_views")
+    np.testing.assert_array_equal(back["mu_by_size"].values, views["mu_by_size"].values)
+
+
+def test_views_do_not_depend_on_the_labelling():
+    """Relabelling the partition and permuting the slots with it (the same state) gives the same
+    views; vector-valued slots (trailing axes) included; ties ranked by first item."""
+    rng = np.random.default_rng(0)
+    rows, n, d = 40, 9, 2
+    labels = rng.integers(0, 4, size=(rows, n))
+    slots = rng.normal(size=(rows, n, d))
+    perm = np.array([rng.permutation(n) for _ in range(rows)])  # new label of old label j: perm[r, j]
+    relabelled = np.take_along_axis(perm, labels, 1)
+    moved = np.empty_like(slots)
+    for r in range(rows):
+        moved[r, perm[r]] = slots[r]
+    a = views_of_slots(labels, slots)
+    b = views_of_slots(relabelled, moved)
+    for x, y in zip(a, b):
+        np.testing.assert_array_equal(x, y)
+    of_item, by_size, sizes, k = a
+    for r in range(rows):
+        expect_item, expect_sizes, expect_ranked = _by_hand(labels[r], slots[r])
+        np.testing.assert_array_equal(of_item[r], expect_item)
+        np.testing.assert_array_equal(sizes[r, :k[r]], expect_sizes)
+        np.testing.assert_array_equal(by_size[r, :k[r]], expect_ranked)
+        assert np.all(np.isnan(by_size[r, k[r]:]))
+
+
+def test_summary_shows_ranked_slot_parameters_not_raw_slots(fitted):
+    model, idata = fitted
+    for kwargs in ({}, {"model": model}):
+        table = pmp.summary(idata, **kwargs)
+        rows = [str(i) for i in table.index]
+        assert not any(r.startswith("mu[") for r in rows), rows
+        assert rows[:3] == ["z_n_clusters", "z_largest_share", "mu_by_size[0]"]
+        k_min = int((posterior_dataset(idata)["z"].max("item") + 1).min())
+        assert sum(r.startswith("mu_by_size[") for r in rows) == k_min
+        views = posterior_dataset(pmp.slot_views(idata, model), "slot_views")
+        mean = float(views["mu_by_size"][..., 0].mean())
+        assert float(table.loc["mu_by_size[0]", "mean"]) == pytest.approx(mean, abs=0.01)
+    inv = posterior_dataset(pmp.label_invariant(idata))
+    assert "mu" not in inv and inv["mu_by_size"].dims == ("chain", "draw", "z_size_rank")
+
+
+def test_slot_views_hostile(fitted):
+    model, idata = fitted
+    with pytest.raises(TypeError, match="slot_views: expected a pm.sample result"):
+        pmp.slot_views(np.zeros((2, 3)))
+    with pytest.raises(TypeError, match="var_name"):
+        pmp.slot_views(idata, model, var_name=3)
+    with pytest.raises(ValueError, match="var_name 'w'"):
+        pmp.slot_views(idata, model, var_name="w")
+    with pytest.raises(TypeError, match="model must be a pymc.Model"):
+        pmp.slot_views(idata, model="m")
+    with pytest.raises(TypeError, match="overwrite"):
+        pmp.slot_views(idata, model, overwrite="yes")
+    out = pmp.slot_views(idata, model)
+    with pytest.raises(ValueError, match="already has a 'slot_views' group; pass overwrite=True"):
+        pmp.slot_views(out, model)
+    pmp.slot_views(out, model, overwrite=True)
+    with pm.Model() as collapsed:
+        z = pmp.Partition("z", pmp.CRP(1.0), n=N)
+        pmp.NormalNormal("y", partition=z, mu0=0.0, sigma0=3.0, sigma=0.5, observed=Y)
+    post = posterior_dataset(idata)
+    with pytest.raises(ValueError, match="no slot variables.*pass model="):
+        pmp.slot_views(new_result({"posterior": post[["z"]]}), collapsed)
+    bad = post.drop_vars("mu").assign(mu=(("chain", "draw", "slot"), post["mu"].values[..., :3]))
+    with pytest.raises(ValueError, match="labels of 'z' must index the 3 slots of 'mu'"):
+        pmp.slot_views(new_result({"posterior": bad}), model)
