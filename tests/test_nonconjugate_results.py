@@ -138,3 +138,148 @@ def test_slot_views_hostile(fitted):
     bad = post.drop_vars("mu").assign(mu=(("chain", "draw", "slot"), post["mu"].values[..., :3]))
     with pytest.raises(ValueError, match="labels of 'z' must index the 3 slots of 'mu'"):
         pmp.slot_views(new_result({"posterior": bad}), model)
+
+
+# --- the results functions on a non-conjugate model, against the exact posterior ------------------
+# The conjugate model written through the non-conjugate path (Normal likelihood, known sigma, Normal
+# base measure) has the exact posterior of the collapsed NormalNormal, by enumeration.
+
+Y6 = np.array([-2.1, -1.6, -1.9, 1.8, 2.3, 0.4])
+SIGMA0, SIGMA = 2.0, 1.0
+
+
+def exact6(sigma0=SIGMA0):
+    from enumeration import exact_posterior
+    from pymc_partitions.families import kernels
+    from pymc_partitions.families.kernels import FamilyPack
+    from pymc_partitions.samplers.gibbs import log_joint
+
+    prior = pmp.CRP(1.2)
+    pack = FamilyPack.build([(kernels.DIAG_NORMAL, Y6[:, None],
+                              kernels.diag_normal_hyper([0.0], [sigma0], [SIGMA], 1))])
+    return exact_posterior(len(Y6), lambda p: log_joint(p, pack, prior.code, prior.kernel_params()))
+
+
+def slot_model6(sigma0=SIGMA0):
+    with pm.Model() as model:
+        z = pmp.Partition("z", pmp.CRP(1.2), n=len(Y6))
+        mu = pm.Normal("mu", 0.0, sigma0, shape=len(Y6))
+        pm.Normal("y", mu=mu[z], sigma=SIGMA, observed=Y6)
+    return model
+
+
+def collapsed_model6(sigma0=SIGMA0):
+    with pm.Model() as model:
+        z = pmp.Partition("z", pmp.CRP(1.2), n=len(Y6))
+        pmp.NormalNormal("y", partition=z, mu0=0.0, sigma0=sigma0, sigma=SIGMA, observed=Y6)
+    return model
+
+
+@pytest.fixture(scope="module")
+def fitted6():
+    model = slot_model6()
+    with model:
+        idata = pm.sample(draws=1500, tune=300, chains=2, cores=1, random_seed=5, progressbar=False,
+                          compute_convergence_checks=False)
+    return model, idata
+
+
+def _chain_ess(traces):
+    """Sum over chains of the effective sample size of a (chains, draws) trace."""
+    from enumeration import ess
+
+    return sum(min(len(t), ess(t)) for t in traces)
+
+
+def _z_scores(estimates, exact, traces):
+    """|estimate - exact| / Monte Carlo sd per quantity; traces: (quantities, chains, draws)."""
+    out = []
+    for est, ex, tr in zip(estimates, exact, traces):
+        sd = np.std(tr) / np.sqrt(max(_chain_ess(tr), 1.0))
+        out.append(abs(est - ex) / max(sd, 1e-3))
+    return np.array(out)
+
+
+def test_coclustering_point_estimate_and_credible_ball_match_enumeration(fitted6):
+    model, idata = fitted6
+    parts, p = exact6()
+    _, wrong = exact6(sigma0=3 * SIGMA0)
+    z = posterior_dataset(idata)["z"].values
+    pairs = [(i, j) for i in range(6) for j in range(i + 1, 6)]
+    co = pmp.coclustering(idata).values
+    traces = [(z[..., i] == z[..., j]).astype(float) for i, j in pairs]
+    for exact, ok in ((p, True), (wrong, False)):  # power: the same check rejects a wrong base measure
+        c = sum(w * (part[:, None] == part[None, :]) for part, w in zip(parts, exact))
+        scores = _z_scores([co[i, j] for i, j in pairs], [c[i, j] for i, j in pairs], traces)
+        assert (scores.max() < 4.5) == ok, scores.round(1)
+    # the Bayes estimate under VI: the exact minimiser of the expected loss over all 203 partitions
+    from pymc_partitions.summaries import expected_loss
+
+    losses = np.array([expected_loss(c, parts, "vi", weights=p) for c in parts])
+    best, second = np.sort(losses)[:2]
+    assert second - best > 0.05  # a clear optimum (else Monte Carlo error could swap them)
+    est = pmp.point_estimate(idata, random_seed=0)
+    np.testing.assert_array_equal(est.labels, parts[np.argmin(losses)])
+    assert est.expected_loss == pytest.approx(best, abs=0.05)
+    # the credible ball: its exact posterior probability is the level, within Monte Carlo error
+    ball = pmp.credible_ball(idata, est, level=0.9)
+    exact_ball = pmp.credible_ball(parts, est, level=0.9, weights=p)
+    inside = np.array([pmp.summaries.partition_loss(est.labels, c, "vi") <= ball.radius + 1e-9 for c in parts])
+    draws_inside = np.stack([[[pmp.summaries.partition_loss(est.labels, row, "vi") <= ball.radius + 1e-9
+                               for row in ch] for ch in z]]).astype(float)[0]
+    assert _z_scores([ball.probability], [p[inside].sum()], [draws_inside])[0] < 4.5
+    assert ball.radius == pytest.approx(exact_ball.radius) or abs(p[inside].sum() - 0.9) < 0.03
+
+
+def _exact_item_means(parts, p):
+    """E[mean of item i's cluster | y] for every i (conjugate Normal posterior per block)."""
+    out = np.zeros(len(Y6))
+    for part, w in zip(parts, p):
+        for b in np.unique(part):
+            members = part == b
+            out[members] += w * Y6[members].sum() / (1.0 / SIGMA0**2 + members.sum() / SIGMA**2) / SIGMA**2
+    return out
+
+
+def test_posterior_predictive_uses_each_items_cluster_parameter(fitted6):
+    """pm.sample_posterior_predictive on the slot model: given each draw, y_rep_i ~ N(mu[z_i], sigma)
+    (residuals exactly iid N(0, 1); the residual from another slot is not); the replicates' means
+    match the exact posterior mean of each item's cluster mean (enumeration) and the collapsed
+    model's replicates (pmp.sample_posterior_predictive on NormalNormal)."""
+    from scipy import stats
+
+    model, idata = fitted6
+    with model:
+        pp = pm.sample_posterior_predictive(idata, random_seed=7, progressbar=False)
+    rep = posterior_dataset(pp, "posterior_predictive")["y"].values
+    post = posterior_dataset(idata)
+    z, mu = post["z"].values, post["mu"].values
+    own = np.take_along_axis(mu, z, axis=2)
+    resid = ((rep - own) / SIGMA).ravel()
+    assert stats.kstest(resid, "norm").pvalue > 1e-3
+    other = np.take_along_axis(mu, (z + 1) % len(Y6), axis=2)  # power: another slot's parameter
+    assert stats.kstest(((rep - other) / SIGMA).ravel(), "norm").pvalue < 1e-6
+    parts, p = exact6()
+    exact_means = _exact_item_means(parts, p)
+    traces = [rep[..., i] for i in range(len(Y6))]
+    assert _z_scores(rep.mean(axis=(0, 1)), exact_means, traces).max() < 4.5
+    collapsed = collapsed_model6()
+    with collapsed:
+        cidata = pm.sample(draws=1500, tune=200, chains=2, cores=1, random_seed=6, progressbar=False,
+                           compute_convergence_checks=False)
+    crep = posterior_dataset(pmp.sample_posterior_predictive(cidata, collapsed, random_seed=8),
+                             "posterior_predictive")["y"].values[..., 0]
+    se = np.sqrt(np.array([np.var(t) / _chain_ess(t) for t in traces])
+                 + np.array([np.var(crep[..., i]) / _chain_ess(crep[..., i]) for i in range(len(Y6))]))
+    assert np.max(np.abs(rep.mean(axis=(0, 1)) - crep.mean(axis=(0, 1))) / se) < 4.5
+
+
+def test_compute_log_likelihood_is_each_items_density_under_its_clusters_slot(fitted6):
+    from scipy import stats
+
+    model, idata = fitted6
+    with model:
+        ll = pm.compute_log_likelihood(idata, extend_inferencedata=False, progressbar=False)
+    post = posterior_dataset(idata)
+    own = np.take_along_axis(post["mu"].values, post["z"].values, axis=2)
+    np.testing.assert_allclose(ll["y"].values, stats.norm.logpdf(Y6, own, SIGMA), rtol=1e-10)
