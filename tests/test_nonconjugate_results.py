@@ -274,12 +274,149 @@ def test_posterior_predictive_uses_each_items_cluster_parameter(fitted6):
     assert np.max(np.abs(rep.mean(axis=(0, 1)) - crep.mean(axis=(0, 1))) / se) < 4.5
 
 
-def test_compute_log_likelihood_is_each_items_density_under_its_clusters_slot(fitted6):
+def _exact_loo_term(labels, mu, i, prior):
+    """log p(y_i | z_-i, mu of z_-i's clusters) for the slot model: prior-weighted mixture over the
+    other items' clusters and a new one (its term in closed form, N(y_i; 0, sqrt(sigma0^2 + sigma^2)))."""
+    from scipy import stats
+
+    others = np.delete(labels, i)
+    blocks, sizes = np.unique(others, return_counts=True)
+    alpha = prior.kernel_params()[0]
+    w = np.append(sizes, alpha) / (len(others) + alpha)
+    dens = np.append(stats.norm.pdf(Y6[i], mu[blocks], SIGMA), stats.norm.pdf(Y6[i], 0.0, np.hypot(SIGMA0, SIGMA)))
+    return float(np.log(w @ dens))
+
+
+def test_compute_log_likelihood_integrates_each_items_cluster_out(fitted6):
+    """pm.compute_log_likelihood on the slot model gives, like for collapsed likelihoods, log p(y_i |
+    z_-i, slots of z_-i's clusters, y_-i): checked draw by draw against the closed form (the
+    new-cluster term by Monte Carlo: tolerance from its exact variance)."""
     from scipy import stats
 
     model, idata = fitted6
     with model:
         ll = pm.compute_log_likelihood(idata, extend_inferencedata=False, progressbar=False)
+    assert "pointwise_nonconjugate" in ll.attrs
     post = posterior_dataset(idata)
-    own = np.take_along_axis(post["mu"].values, post["z"].values, axis=2)
-    np.testing.assert_allclose(ll["y"].values, stats.norm.logpdf(Y6, own, SIGMA), rtol=1e-10)
+    z, mu = post["z"].values, post["mu"].values
+    m = 10_000  # base draws: 200 per posterior draw pooled (the term is the same in every draw), at most 10 000
+    prior_pred = stats.norm.pdf(Y6, 0.0, np.hypot(SIGMA0, SIGMA))
+    second = stats.norm.pdf(Y6, 0.0, np.sqrt(SIGMA0**2 + SIGMA**2 / 2)) / (2 * np.sqrt(np.pi) * SIGMA)
+    rel = np.sqrt((second - prior_pred**2) / m) / prior_pred  # relative sd of the new-cluster term
+    for c in range(2):
+        for d in range(0, 1500, 97):
+            exact = [_exact_loo_term(z[c, d], mu[c, d], i, pmp.CRP(1.2)) for i in range(len(Y6))]
+            assert np.all(np.abs(ll["y"].values[c, d] - exact) < 5 * rel + 1e-9)
+    # PyMC's own value given the draw's labels and slots is another function
+    own = np.take_along_axis(mu, z, axis=2)
+    assert not np.allclose(ll["y"].values, stats.norm.logpdf(Y6, own, SIGMA))
+
+
+def test_loo_matches_the_collapsed_model(fitted6):
+    """pmp.loo on the slot model (pointwise values with item i's cluster integrated out) estimates the
+    elpd of the collapsed NormalNormal on the same data: within a fraction of its SE, all Pareto k good."""
+    model, idata = fitted6
+    with model:
+        pm.compute_log_likelihood(idata, progressbar=False)
+    slot = pmp.loo(idata)
+    collapsed = collapsed_model6()
+    with collapsed:
+        cidata = pm.sample(draws=1500, tune=200, chains=2, cores=1, random_seed=6, progressbar=False,
+                           compute_convergence_checks=False, idata_kwargs={"log_likelihood": True})
+    ref = pmp.loo(cidata)
+    get = (lambda o, k: float(getattr(o, k))) if hasattr(slot, "elpd") else (lambda o, k: float(o[k]))
+    elpd, se = ("elpd", "se") if hasattr(slot, "elpd") else ("elpd_loo", "se")
+    assert abs(get(slot, elpd) - get(ref, elpd)) < 0.5 * get(ref, se)
+    k = np.asarray((slot.pareto_k if hasattr(slot, "elpd") else slot["pareto_k"]).values)
+    assert np.all(k < 0.7)
+
+
+def test_pointwise_log_likelihood_hostile(fitted6):
+    model, idata = fitted6
+    for bad in (0, 2.5, "x", 10**7):
+        with pytest.raises((TypeError, ValueError), match="base_draws"):
+            pmp.pointwise_log_likelihood(idata, model, base_draws=bad)
+    with pytest.raises((TypeError, ValueError), match="random_seed"):
+        pmp.pointwise_log_likelihood(idata, model, random_seed=-3)
+    with pytest.raises(ValueError, match="base_draws applies to non-conjugate likelihoods"):
+        pmp.pointwise_log_likelihood(idata, collapsed_model6(), base_draws=10)
+
+
+# --- predictive density --------------------------------------------------------------------------
+
+def _one_draw(labels, mu, extra=None):
+    data = {"z": (("chain", "draw", "item"), np.asarray([[labels]])),
+            "mu": (("chain", "draw", "mu_dim_0"), np.asarray([[mu]], float))}
+    data.update(extra or {})
+    return new_result({"posterior": xr.Dataset(data)})
+
+
+@pytest.mark.parametrize("prior, weights", [(pmp.CRP(1.2), [3, 3, 1.2]),
+                                            (pmp.PitmanYor(1.0, 0.4), [3 - 0.4, 3 - 0.4, 1.0 + 2 * 0.4])])
+def test_predictive_density_of_one_draw_is_the_prior_weighted_mixture_with_the_base_measure_term(prior, weights):
+    """Given one draw (blocks of 3 and 3 at means -2 and 2): sum_b w_b N(x; mu_b, 1) + w_new N(x; 0,
+    sqrt(sigma0^2 + 1)), the last term by Monte Carlo (tolerance from its exact variance)."""
+    from scipy import stats
+
+    with pm.Model() as model:
+        z = pmp.Partition("z", prior, n=6)
+        mu = pm.Normal("mu", 0.0, SIGMA0, shape=6)
+        pm.Normal("y", mu=mu[z], sigma=SIGMA, observed=Y6)
+    x = np.array([-2.0, 0.0, 9.0])
+    w = np.asarray(weights) / np.sum(weights)
+    prior_pred = stats.norm.pdf(x, 0.0, np.hypot(SIGMA0, SIGMA))
+    exact = w[0] * stats.norm.pdf(x, -2, SIGMA) + w[1] * stats.norm.pdf(x, 2, SIGMA) + w[2] * prior_pred
+    m = 20_000
+    out = pmp.predictive_density(_one_draw([0, 0, 0, 1, 1, 1], [-2.0, 2.0, 50, 50, 50, 50]), x, model,
+                                 base_draws=m, random_seed=1)
+    # sd of the Monte Carlo average of N(x; theta, 1), theta ~ N(0, sigma0): E[f^2] in closed form
+    second = stats.norm.pdf(x, 0.0, np.sqrt(SIGMA0**2 + SIGMA**2 / 2)) / (2 * np.sqrt(np.pi) * SIGMA)
+    sd = w[2] * np.sqrt((second - prior_pred**2) / m)
+    assert np.all(np.abs(out["density"].values - exact) < 5 * sd + 1e-12)
+    assert out.attrs["base_draws"] == m
+    # power: the new-cluster term matters at 9 (no block is near): without it the density is ~0
+    assert out["density"].values[2] > 0.5 * w[2] * prior_pred[2]
+
+
+def test_predictive_density_matches_the_exact_collapsed_predictive(fitted6):
+    """The slot model's predictive density (Monte Carlo over its posterior and the base measure)
+    against the exact one (the collapsed NormalNormal's predictive averaged over the enumerated
+    posterior), within Monte Carlo error; the same check rejects a wrong base measure's exact density."""
+    model, idata = fitted6
+    x = np.array([-3.0, -2.0, -0.5, 0.4, 1.5, 2.0, 4.0])
+    out = pmp.predictive_density(idata, x, model, keep_draws=True, random_seed=0)
+    draws = out["density_draws"].values
+    se = np.array([np.std(draws[..., g]) / np.sqrt(_chain_ess(draws[..., g])) for g in range(x.size)])
+    parts, p = exact6()
+    as_draws = new_result({"posterior": xr.Dataset({"z": (("chain", "draw", "item"), parts[None])})})
+    for sigma0, ok in ((SIGMA0, True), (3 * SIGMA0, False)):
+        wparts, wp = exact6(sigma0)
+        exact = pmp.predictive_density(as_draws, x, collapsed_model6(sigma0), weights=wp[None])["density"].values
+        assert (np.max(np.abs(out["density"].values - exact) / se) < 4.5) == ok
+    assert np.all(out["lower"].values <= out["density"].values) and np.all(out["density"].values <= out["upper"])
+
+
+def test_predictive_density_hostile(fitted6):
+    model, idata = fitted6
+    for bad in (0, 1.5, "a", 10**7, True):
+        with pytest.raises((TypeError, ValueError), match="base_draws"):
+            pmp.predictive_density(idata, [0.0], model, base_draws=bad)
+    with pytest.raises((TypeError, ValueError), match="random_seed"):
+        pmp.predictive_density(idata, [0.0], model, random_seed=-1)
+    with pytest.raises(ValueError, match="points for 'y' must have shape"):
+        pmp.predictive_density(idata, np.zeros((2, 2)), model)
+    with pytest.raises(ValueError, match="NaN"):
+        pmp.predictive_density(idata, [np.nan], model)
+    collapsed = collapsed_model6()
+    with pytest.raises(ValueError, match="base_draws and random_seed apply to non-conjugate models"):
+        pmp.predictive_density(idata, [0.0], collapsed, base_draws=10)
+    x = np.linspace(-1, 1, 6)[:, None] * np.ones((6, 3))
+    with pm.Model() as reg:
+        z = pmp.Partition("z", pmp.CRP(1.0), n=6)
+        beta = pm.Normal("beta", 0.0, 3.0, shape=(6, 3))
+        pm.Normal("y", mu=(x * beta[z]).sum(-1), sigma=1.0, observed=Y6)
+    post = posterior_dataset(idata)
+    fake = new_result({"posterior": xr.Dataset({"z": post["z"], "beta": (("chain", "draw", "b0", "b1"),
+                                                                          np.zeros(post["z"].shape + (3,)))})})
+    with pytest.raises(ValueError, match="per-item data.*covariates"):
+        pmp.predictive_density(fake, [0.0], reg)

@@ -47,7 +47,7 @@ import xarray as xr
 from . import compat
 from .compat import ancestors, group_names, is_datatree, is_inferencedata, posterior_dataset
 from .distributions import CollapsedLikelihoodRV, invariant_names, is_partition
-from .nonconjugate import add_nonconjugate_steps, slot_variables
+from .nonconjugate import add_nonconjugate_steps, nonconjugate_likelihoods, slot_variables
 from .steps import check_find_map, check_partition_steps, refuse_partition
 
 __all__ = [
@@ -712,6 +712,10 @@ def _log_density_wrapper(original):
         arg = bound.arguments
         model = pm.modelcontext(arg.get("model"))
         collapsed = [rv.name for rv in model.observed_RVs if isinstance(rv.owner.op, CollapsedLikelihoodRV)]
+        for part in model.free_RVs:  # a partition's one non-conjugate likelihood: its cluster integrated out too
+            slotted = nonconjugate_likelihoods(model, part) if is_partition(part) else []
+            if len(slotted) == 1:
+                collapsed.append(slotted[0].name)
         has_partition = any(is_partition(rv) for rv in model.free_RVs)
         if not has_partition or _POINTWISE[0] is None:
             return original(*bound.args, **bound.kwargs)
@@ -753,7 +757,8 @@ def _log_density_wrapper(original):
 def guard_log_density(pointwise=None) -> bool:
     """Wrap ``pymc.stats.log_density.compute_log_density`` (which ``pm.compute_log_likelihood`` and
     ``pm.sample``'s ``idata_kwargs={"log_likelihood": True}`` call) so that models with a
-    Partition work and collapsed likelihoods get their pointwise log-likelihood (``pointwise``,
+    Partition work and collapsed likelihoods (and a partition's one non-conjugate likelihood,
+    its cluster integrated out) get their pointwise log-likelihood (``pointwise``,
     kept for later calls: the results side's
     :func:`~pymc_partitions.results.loo.pointwise_log_likelihood`). PyMC has no hook for a
     likelihood whose log density is not elementwise (a collapsed likelihood couples its items).
