@@ -407,6 +407,19 @@ def test_predictive_density_hostile(fitted6):
         pmp.predictive_density(idata, np.zeros((2, 2)), model)
     with pytest.raises(ValueError, match="NaN"):
         pmp.predictive_density(idata, [np.nan], model)
+    with pytest.raises(ValueError, match="x names \\['w'\\].*one likelihood, 'y'"):
+        pmp.predictive_density(idata, {"w": [0.0]}, model)
+    with pytest.raises(TypeError, match="points for 'y' must be"):
+        pmp.predictive_density(idata, "abc", model)
+    a = pmp.predictive_density(idata, {"y": [0.5]}, model, draws=20, random_seed=3)["density"].values
+    b = pmp.predictive_density(idata, [0.5], model, draws=20, random_seed=3)["density"].values
+    np.testing.assert_array_equal(a, b)
+    for bad, word in [(0.0, "level"), (1.5, "level"), (0, "draws"), (-1, "max_bytes"), ("no", "keep_draws")]:
+        key = {"level": "level", "draws": "draws", "max_bytes": "max_bytes", "keep_draws": "keep_draws"}[word]
+        with pytest.raises((TypeError, ValueError), match=word):
+            pmp.predictive_density(idata, [0.0], model, **{key: bad})
+    with pytest.raises(MemoryError, match="max_bytes"):
+        pmp.predictive_density(idata, np.zeros(10), model, max_bytes=100)
     collapsed = collapsed_model6()
     with pytest.raises(ValueError, match="base_draws and random_seed apply to non-conjugate models"):
         pmp.predictive_density(idata, [0.0], collapsed, base_draws=10)

@@ -393,8 +393,12 @@ def _slot_density(result, x, model, rv, level, draws, weights, max_bytes, keep_d
     rng = _rng(random_seed, owner)
     fitted = SlotPredictive(model, rv, owner, base_draws)
     fitted.reseed(rng)
-    points = _point_array(x[fitted.obs.name] if isinstance(x, dict) and set(x) == {fitted.obs.name} else x,
-                          fitted.obs.name, fitted.dim, False, owner)
+    if isinstance(x, dict):
+        if set(x) != {fitted.obs.name}:
+            raise ValueError(f"{owner}: x names {sorted(map(str, x))}; the partition {rv.name!r} has one likelihood, "
+                             f"{fitted.obs.name!r}: pass its points (or {{{fitted.obs.name!r}: points}})")
+        x = x[fitted.obs.name]
+    points = _point_array(x, fitted.obs.name, fitted.dim, False, owner)
     values, source = partition_draws(result, rv.name, model, owner)
     if values.shape[2] != fitted.n:
         raise ValueError(f"{owner}: the posterior's {rv.name!r} has {values.shape[2]} items but the model's "
