@@ -21,7 +21,8 @@ Centered W2 diagnostics: :func:`w2_convergence` (warns with :class:`W2Convergenc
 chains have not reached stationarity), :func:`plot_w2_convergence`, :func:`w2_bias`.
 Results: :func:`posterior_dataset` (any group as an ``xarray.Dataset``, from PyMC 5's InferenceData
 or PyMC 6's DataTree), :func:`label_invariant`, :func:`summary` and :func:`plot_trace` (ArviZ on
-label-invariant quantities, not on arbitrary labels), :func:`save`, :func:`load`, :func:`add_groups`.
+label-invariant quantities, not on arbitrary labels), :func:`slot_views` (label-invariant views of a
+non-conjugate model's slot parameters), :func:`save`, :func:`load`, :func:`add_groups`.
 Partition summaries (:mod:`pymc_partitions.summaries` for the algorithms): :func:`coclustering`,
 :func:`point_estimate` (SALSO), :func:`credible_ball`, :func:`partition_traces`,
 :func:`summarize_clustering` (the ``clustering`` group), and the plots :func:`plot_coclustering`,
@@ -57,6 +58,7 @@ from .pymc.unbiased import sample_unbiased, summarize_unbiased
 from .results.summaries import coclustering, credible_ball, partition_traces, point_estimate, summarize_clustering
 from .results.predictive import cluster_parameters, join_probabilities, predictive_density, sample_posterior_predictive
 from .results.invariants import label_invariant, plot_trace, summary
+from .results.slots import slot_views
 from .results.invariants import for_convergence_checks as _for_convergence_checks
 from .results.plots import plot_clustering, plot_coclustering, plot_credible_ball, plot_n_clusters, plot_predictive_density
 from . import summaries
@@ -91,6 +93,7 @@ __all__ = [
     "posterior_dataset",
     "label_invariant",
     "summary",
+    "slot_views",
     "plot_trace",
     "save",
     "load",

@@ -47,7 +47,7 @@ import xarray as xr
 from . import compat
 from .compat import ancestors, group_names, is_datatree, is_inferencedata, posterior_dataset
 from .distributions import CollapsedLikelihoodRV, invariant_names, is_partition
-from .nonconjugate import add_nonconjugate_steps
+from .nonconjugate import add_nonconjugate_steps, nonconjugate_likelihoods, slot_variables
 from .steps import check_find_map, check_partition_steps, refuse_partition
 
 __all__ = [
@@ -63,6 +63,7 @@ __all__ = [
     "order_variables",
     "record_partitions",
     "PARTITIONS_ATTR",
+    "SLOTS_ATTR",
 ]
 
 #: The label-invariant view ``pm.sample``'s convergence checks see (``(idata, model) -> idata or
@@ -100,17 +101,29 @@ def install(convergence_view=None, pointwise_log_likelihood=None) -> None:
 PARTITIONS_ATTR = "pmp_partitions"
 
 
+#: Attribute of the same groups naming, per partition with non-conjugate likelihoods, its slot
+#: variables in the group, as a JSON object (e.g. ``'{"z": ["mu", "sigma"]}'``): the variables whose
+#: labels switch with the partition's, summarised through label-invariant views
+#: (:mod:`pymc_partitions.results.slots`). Written by :func:`record_partitions`.
+SLOTS_ATTR = "pmp_slots"
+
+
 def record_partitions(ds: xr.Dataset, model) -> xr.Dataset:
     """``ds`` (a group PyMC converted from the trace of ``model``) with :data:`PARTITIONS_ATTR`
-    naming its ``pmp.Partition`` variables, so that a result says by itself which of its variables
-    are partitions (saved, reloaded, without the model); ``ds`` as it is when it holds none."""
+    naming its ``pmp.Partition`` variables (and :data:`SLOTS_ATTR` their slot variables, if any),
+    so that a result says by itself which of its variables are partitions and slots (saved,
+    reloaded, without the model); ``ds`` as it is when it holds none."""
     if not isinstance(ds, xr.Dataset) or model is None:
         return ds
-    parts = [rv.name for rv in getattr(model, "free_RVs", ()) if is_partition(rv) and rv.name in ds.data_vars]
+    parts = [rv for rv in getattr(model, "free_RVs", ()) if is_partition(rv) and rv.name in ds.data_vars]
     if not parts:
         return ds
     ds = ds.copy(deep=False)
-    ds.attrs[PARTITIONS_ATTR] = json.dumps(parts)
+    ds.attrs[PARTITIONS_ATTR] = json.dumps([rv.name for rv in parts])
+    slots = {rv.name: [v.name for v in slot_variables(model, rv) if v.name in ds.data_vars] for rv in parts}
+    slots = {p: names for p, names in slots.items() if names}
+    if slots:
+        ds.attrs[SLOTS_ATTR] = json.dumps(slots)
     return ds
 
 
@@ -699,6 +712,10 @@ def _log_density_wrapper(original):
         arg = bound.arguments
         model = pm.modelcontext(arg.get("model"))
         collapsed = [rv.name for rv in model.observed_RVs if isinstance(rv.owner.op, CollapsedLikelihoodRV)]
+        for part in model.free_RVs:  # a partition's one non-conjugate likelihood: its cluster integrated out too
+            slotted = nonconjugate_likelihoods(model, part) if is_partition(part) else []
+            if len(slotted) == 1:
+                collapsed.append(slotted[0].name)
         has_partition = any(is_partition(rv) for rv in model.free_RVs)
         if not has_partition or _POINTWISE[0] is None:
             return original(*bound.args, **bound.kwargs)
@@ -740,7 +757,8 @@ def _log_density_wrapper(original):
 def guard_log_density(pointwise=None) -> bool:
     """Wrap ``pymc.stats.log_density.compute_log_density`` (which ``pm.compute_log_likelihood`` and
     ``pm.sample``'s ``idata_kwargs={"log_likelihood": True}`` call) so that models with a
-    Partition work and collapsed likelihoods get their pointwise log-likelihood (``pointwise``,
+    Partition work and collapsed likelihoods (and a partition's one non-conjugate likelihood,
+    its cluster integrated out) get their pointwise log-likelihood (``pointwise``,
     kept for later calls: the results side's
     :func:`~pymc_partitions.results.loo.pointwise_log_likelihood`). PyMC has no hook for a
     likelihood whose log density is not elementwise (a collapsed likelihood couples its items).

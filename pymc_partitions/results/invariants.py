@@ -20,6 +20,7 @@ import xarray as xr
 
 from ..pymc.distributions import INVARIANTS, invariant_names, is_partition
 from ..pymc.nonconjugate import slot_variables
+from .slots import partition_slots, slot_data
 from .reader import (PARTITIONS_ATTR, _labels, _names, _partition_names, _posterior, _variable_draws, add_groups,
                      group_names, is_datatree, is_inferencedata, new_result, not_a_result_hint, posterior_dataset)
 
@@ -96,7 +97,12 @@ def label_invariant(result, *, var_names=None, partitions=None, model=None):
     ``pmp.Partition`` adds (computed from the labels when the model did not add them); with one
     partition, ``log_joint`` (its log joint density, the sampler statistic of
     :class:`~pymc_partitions.CollapsedGibbs`) when the result has it. Then every other posterior
-    variable (hyperparameters, your Deterministics).
+    variable (hyperparameters, your Deterministics), except the slot variables of a non-conjugate
+    partition (``mu`` in ``pm.Normal("y", mu=mu[z], ...)``), whose labels switch with the
+    partition's: each is replaced by ``<slot>_by_size``, the occupied clusters' parameters ranked
+    by size (largest first, :func:`~pymc_partitions.slot_views`), at the ranks every draw has (the
+    largest cluster's at least). The slot variables are those of ``model``, else those the result
+    records, else those of the model in context.
 
     Parameters
     ----------
@@ -143,8 +149,16 @@ def label_invariant(result, *, var_names=None, partitions=None, model=None):
     if log_joint is not None and LOG_JOINT not in names:
         data[LOG_JOINT] = log_joint
     derived = {v for p in parts for v in invariant_names(p)}
+    views = {}  # a non-conjugate partition's slots: their parameters ranked by cluster size instead
+    for p, slots in partition_slots(posterior, parts, model, owner).items():
+        ranked = slot_data(posterior, p, slots, owner, of_item=False)
+        k_min = int((ranked[f"{p}_cluster_size"] > 0).sum(f"{p}_size_rank").min())
+        for s in slots:
+            views[s] = ranked[f"{s}_by_size"].isel({f"{p}_size_rank": slice(0, k_min)})
     for v in names:
-        if v not in parts and v not in derived:
+        if v in views:
+            data[f"{v}_by_size"] = views[v]
+        elif v not in parts and v not in derived:
             data[v] = posterior[v]
     if var_names is not None:
         unknown = [v for v in var_names if v not in data]

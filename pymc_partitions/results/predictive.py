@@ -2,7 +2,9 @@
 
 * :func:`predictive_density`: the posterior predictive density of new points, Rao-Blackwellised
   (per posterior draw, the mixture of collapsed predictives over the draw's clusters plus the
-  new-cluster term; averaged over draws), with a pointwise credible band;
+  new-cluster term; averaged over draws), with a pointwise credible band; for a non-conjugate
+  model (slot parameters), the likelihood under each cluster's parameters and a Monte Carlo
+  new-cluster term (:mod:`pymc_partitions.results.slot_predictive`);
 * :func:`join_probabilities`: the probability that a new point joins each cluster of a given
   clustering (or opens a new one);
 * :func:`cluster_parameters`: draws of the cluster parameters (means, covariances, Bernoulli
@@ -43,6 +45,7 @@ from ..pymc.compat import ancestors
 from ..pymc.distributions import check_data, constant_value, is_partition, likelihood_names
 from ..pymc.terms import ObservedData, PartitionTerms
 from .reader import add_groups, group_names, is_result, new_result, not_a_result_hint, partition_draws, posterior_dataset
+from .slot_predictive import DEFAULT_BASE_DRAWS, SlotPredictive, has_slots
 from .summaries import CLUSTERING_GROUP, point_estimate
 
 __all__ = ["predictive_density", "join_probabilities", "cluster_parameters", "sample_posterior_predictive"]
@@ -304,7 +307,8 @@ def _coords(point_arrays, names, single):
 
 
 def predictive_density(result, x, model=None, *, var_name=None, level: float = 0.9, draws=None, weights=None,
-                       keep_draws: bool = False, max_bytes: int = DEFAULT_MAX_BYTES) -> xr.Dataset:
+                       keep_draws: bool = False, max_bytes: int = DEFAULT_MAX_BYTES, base_draws=None,
+                       random_seed=None) -> xr.Dataset:
     """Posterior predictive density of a new item at the points ``x``, with a credible band.
 
     For each posterior draw of the partition (and of the hyperparameters), the density given the
@@ -338,6 +342,14 @@ def predictive_density(result, x, model=None, *, var_name=None, level: float = 0
         (for Monte Carlo standard errors, or other summaries).
     max_bytes : int
         The (draws x points) densities are refused above this size.
+    base_draws : int, optional
+        Non-conjugate models only (slot parameters, ``mu[z]``): the number of fresh draws from the
+        base measure per posterior draw that estimate the new-cluster term ∫ f(x | θ) G0(dθ)
+        (default 200, :data:`~pymc_partitions.results.slot_predictive.DEFAULT_BASE_DRAWS`; the
+        estimate is unbiased and its error also averages out over the posterior draws). The
+        likelihood must be per item with no per-item covariates (a regression is refused).
+    random_seed : int or numpy Generator, optional
+        Non-conjugate models only: seeds the base-measure draws.
 
     Returns
     -------
@@ -362,8 +374,61 @@ def predictive_density(result, x, model=None, *, var_name=None, level: float = 0
     level = real("level", level, low=0.0, high=1.0, low_open=True, high_open=True, owner=owner)
     max_bytes = integer("max_bytes", max_bytes, low=1, owner=owner)
     keep_draws = boolean("keep_draws", keep_draws, owner=owner)
+    if is_result(result):
+        model = _model(model, owner)
+        rv = model[_partition_name(model, var_name, owner)]
+        if has_slots(model, rv):
+            return _slot_density(result, x, model, rv, level, draws, weights, max_bytes, keep_draws,
+                                 DEFAULT_BASE_DRAWS if base_draws is None else base_draws, random_seed, owner)
+    if base_draws is not None or random_seed is not None:
+        raise ValueError(f"{owner}: base_draws and random_seed apply to non-conjugate models (slot parameters indexed "
+                         "by the partition); this model's cluster parameters are integrated out exactly")
     read = _read_result(result, model, var_name, owner, draws)
     return _density(read, x, level, weights, max_bytes, owner, keep_draws)
+
+
+def _slot_density(result, x, model, rv, level, draws, weights, max_bytes, keep_draws, base_draws, random_seed, owner):
+    """:func:`predictive_density` of a non-conjugate partition model (see
+    :mod:`pymc_partitions.results.slot_predictive`)."""
+    rng = _rng(random_seed, owner)
+    fitted = SlotPredictive(model, rv, owner, base_draws)
+    fitted.reseed(rng)
+    if isinstance(x, dict):
+        if set(x) != {fitted.obs.name}:
+            raise ValueError(f"{owner}: x names {sorted(map(str, x))}; the partition {rv.name!r} has one likelihood, "
+                             f"{fitted.obs.name!r}: pass its points (or {{{fitted.obs.name!r}: points}})")
+        x = x[fitted.obs.name]
+    points = _point_array(x, fitted.obs.name, fitted.dim, False, owner)
+    values, source = partition_draws(result, rv.name, model, owner)
+    if values.shape[2] != fitted.n:
+        raise ValueError(f"{owner}: the posterior's {rv.name!r} has {values.shape[2]} items but the model's "
+                         f"partition has n={fitted.n}")
+    index, keep = _select(values.shape[:2], draws, owner)
+    count = points.shape[0]
+    if index.size * count * 8 > max_bytes:
+        raise MemoryError(f"{owner}: {index.size} draws x {count} points of densities exceed max_bytes="
+                          f"{max_bytes}; pass draws= (per chain) or fewer points")
+    w = _draw_weights(weights, (source.chains.size, source.draws.size), index, owner)
+    labels, slots, inputs = fitted.read(posterior_dataset(result))
+    x_model = points if fitted.dim > 1 else points[:, 0]
+    dens = np.empty((index.size, count))
+    for j, s in enumerate(index):
+        dens[j] = np.exp(fitted.log_density(labels[s], [v[s] for v in slots], [v[s] for v in inputs], x_model))
+    lower, upper = _quantiles(dens, w, [(1.0 - level) / 2.0, (1.0 + level) / 2.0])
+    attrs = {"description": "posterior predictive density of a new item: the mean over posterior draws of the "
+                            "prior-weighted mixture of the likelihood under each cluster's slot parameters and a new "
+                            "cluster (its term by Monte Carlo from the base measure)",
+             "band": f"pointwise equal-tailed {level:.0%} quantiles over the draws of the density given the draw",
+             "level": level, "likelihoods": [fitted.obs.name], "partition_var": rv.name, "draws": int(index.size),
+             "base_draws": fitted.base_draws, "weighted": weights is not None, "pymc_partitions_version": _version(),
+             "created_at": datetime.datetime.now().isoformat()}
+    out = xr.Dataset({"density": ("point", dens.T @ w), "lower": ("point", lower), "upper": ("point", upper)},
+                     coords=_coords([points], [fitted.obs.name], True), attrs=attrs)
+    if keep_draws:
+        out["density_draws"] = xr.DataArray(dens.reshape(source.chains.size, keep.size, count),
+                                            dims=("chain", "draw", "point"),
+                                            coords={"chain": source.chains, "draw": source.draws[keep]})
+    return out
 
 
 def _density(read, x, level, weights, max_bytes, owner, keep_draws=False):

@@ -36,12 +36,12 @@ from ..pymc.compat import RESULT_IS_DATATREE, add_groups, group_names, is_datatr
 from ..pymc.compat import new_result, not_a_result_hint, posterior_dataset
 from ..pymc.compat import _check_result as check_result
 from ..pymc.distributions import is_partition
-from ..pymc.guards import PARTITIONS_ATTR
+from ..pymc.guards import PARTITIONS_ATTR, SLOTS_ATTR
 from ..summaries.draws import LabelDraws, label_draws
 
 __all__ = ["RESULT_IS_DATATREE", "is_datatree", "is_inferencedata", "not_a_result_hint", "check_result", "group_names",
            "posterior_dataset", "made_group", "add_groups", "new_result", "PARTITIONS_ATTR", "SOURCES", "REMEDY",
-           "recorded_partitions", "is_canonical", "is_result", "DrawSource", "partition_draws", "read_label_draws"]
+           "recorded_partitions", "recorded_slots", "SLOTS_ATTR", "is_canonical", "is_result", "DrawSource", "partition_draws", "read_label_draws"]
 
 #: How the partition variables were decided (recorded as the group attr ``partition_source``).
 SOURCES = ("partitions argument", "model argument", "recorded in the result", "model in context", "canonical labels")
@@ -63,6 +63,25 @@ def recorded_partitions(posterior: xr.Dataset, owner: str = "pymc_partitions") -
         raise ValueError(f"{owner}: the posterior's attribute {PARTITIONS_ATTR!r} should be a JSON list of the "
                          f"partition variables' names, got {value!r}. {REMEDY}")
     return [v for v in names if v in posterior.data_vars]
+
+
+def recorded_slots(posterior: xr.Dataset, owner: str = "pymc_partitions") -> dict[str, list[str]] | None:
+    """{partition: its slot variables in ``posterior``} as the posterior records them
+    (:data:`SLOTS_ATTR`, written at sampling time for partitions with non-conjugate likelihoods);
+    None when it records none."""
+    value = posterior.attrs.get(SLOTS_ATTR)
+    if value is None:
+        return None
+    try:
+        slots = json.loads(value) if isinstance(value, str) else None
+    except ValueError:
+        slots = None
+    if not isinstance(slots, dict) or not all(isinstance(k, str) and isinstance(v, list)
+                                              and all(isinstance(x, str) for x in v) for k, v in slots.items()):
+        raise ValueError(f"{owner}: the posterior's attribute {SLOTS_ATTR!r} should be a JSON object "
+                         f"{{partition: [slot variable names]}}, got {value!r}. Pass model= (the model the result "
+                         "was sampled from)")
+    return {p: [v for v in names if v in posterior.data_vars] for p, names in slots.items()}
 
 
 def _names(value, what: str, owner: str) -> list[str] | None:
