@@ -6,6 +6,9 @@ estimates of E[share of the largest cluster | gene data] at a fixed CPU budget p
     python benchmarks/bench_parallel_accuracy.py --processes 1000 --budget 2 --truth-sweeps 1000000  # fuller
     python benchmarks/bench_parallel_accuracy.py --budget 0.1     # a harder, shorter budget
     python benchmarks/bench_parallel_accuracy.py --truth 0.32074 0.00005   # skip the long chains
+    python benchmarks/bench_parallel_accuracy.py --pgsm 1 ...     # + 1 CRN-coupled PGSM move per iteration
+    python benchmarks/bench_parallel_accuracy.py --h rb --k-m 114 1140 ...  # the Rao-Blackwellised share, given k, m
+    python benchmarks/bench_parallel_accuracy.py --k-m 114 1140 --paired-rb 300   # share vs RB share, same pairs
 
 Model: the gene data (``pmp.datasets.load_gene()``, n = 200, D = 50), CRP(1), NormalNormal with
 mu0 = 0, sigma0 = 0.5, sigma = 1.3 (as ``bench_coupling.py``); h(z) = size of the largest block / n.
@@ -34,7 +37,11 @@ processes, each estimator's bias (mean - truth) and variance per process, the pr
 sqrt(bias^2 + var / M) (coupled: sqrt(var / M), they are unbiased; their measured bias is the
 check) and the crossover M* = (var_c - var_s) / bias_s^2 beyond which coupled chains win, with the
 number of pairs that M* processes run. The processes run in batches on ``--workers`` worker
-processes (2 cores here). Prints tables; never fails.
+processes (2 cores here). Then, for disjoint blocks of M processes, the RMSE against the truth of
+the single-chain average and of all the block's pairs aggregated by the plain mean, the median of
+means (``pmp.summarize_unbiased(estimator="median_of_means")``'s aggregator, min(24, pairs // 2)
+groups) and 1% / 5% trimmed means, with their mean errors (biases); and per pair the SD, CPU and
+inefficiency SD^2 x CPU. Prints tables; never fails.
 """
 
 from __future__ import annotations
