@@ -6,6 +6,9 @@ estimates of E[share of the largest cluster | gene data] at a fixed CPU budget p
     python benchmarks/bench_parallel_accuracy.py --processes 1000 --budget 2 --truth-sweeps 1000000  # fuller
     python benchmarks/bench_parallel_accuracy.py --budget 0.1     # a harder, shorter budget
     python benchmarks/bench_parallel_accuracy.py --truth 0.32074 0.00005   # skip the long chains
+    python benchmarks/bench_parallel_accuracy.py --pgsm 1 ...     # + 1 CRN-coupled PGSM move per iteration
+    python benchmarks/bench_parallel_accuracy.py --h rb --k-m 114 1140 ...  # the Rao-Blackwellised share, given k, m
+    python benchmarks/bench_parallel_accuracy.py --k-m 114 1140 --paired-rb 300   # share vs RB share, same pairs
 
 Model: the gene data (``pmp.datasets.load_gene()``, n = 200, D = 50), CRP(1), NormalNormal with
 mu0 = 0, sigma0 = 0.5, sigma = 1.3 (as ``bench_coupling.py``); h(z) = size of the largest block / n.
@@ -34,7 +37,11 @@ processes, each estimator's bias (mean - truth) and variance per process, the pr
 sqrt(bias^2 + var / M) (coupled: sqrt(var / M), they are unbiased; their measured bias is the
 check) and the crossover M* = (var_c - var_s) / bias_s^2 beyond which coupled chains win, with the
 number of pairs that M* processes run. The processes run in batches on ``--workers`` worker
-processes (2 cores here). Prints tables; never fails.
+processes (2 cores here). Then, for disjoint blocks of M processes, the RMSE against the truth of
+the single-chain average and of all the block's pairs aggregated by the plain mean, the median of
+means (``pmp.summarize_unbiased(estimator="median_of_means")``'s aggregator, min(24, pairs // 2)
+groups) and 1% / 5% trimmed means, with their mean errors (biases); and per pair the SD, CPU and
+inefficiency SD^2 x CPU. Prints tables; never fails.
 """
 
 from __future__ import annotations
@@ -49,6 +56,8 @@ import numpy as np
 
 import pymc_partitions as pmp
 from pymc_partitions.coupling.parallel import UnbiasedJob
+from pymc_partitions.coupling.aggregate import median_of_means, trimmed_mean
+from pymc_partitions.coupling.split_merge import pgsm_settings
 from pymc_partitions.coupling.unbiased import PairStopped, suggest_k_m
 
 MS = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000)
@@ -56,6 +65,17 @@ MS = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000)
 
 def largest_share(labels):
     return np.array([np.bincount(labels).max() / labels.shape[0]])
+
+
+class ExpectedShare:
+    """``--h rb``: the largest share Rao-Blackwellised over each item's Gibbs conditional
+    (``pmp.h.ExpectedLargestProportion``), as a 1-vector."""
+
+    def __init__(self, fam, code, params):
+        self.h = pmp.h.ExpectedLargestProportion().bind(fam, code, params)
+
+    def __call__(self, labels):
+        return np.array([self.h(labels)])
 
 
 def gene_inputs():
@@ -93,13 +113,14 @@ def single_chain(job, rng, budget, k):
         kernel.sweep(x, kernel.random_numbers(rng))
         t += 1
         if t >= k:
-            total += largest_share(x.labels())[0]
+            total += job.h(x.labels())[0]
             count += 1
     return total / count, t
 
 
 def coupled_chains(job, seed, budget):
-    """(mean of the pairs' H_{k:m}, pairs completed, pairs that did not meet) within ``budget`` CPU s."""
+    """(mean of the pairs' H_{k:m}, pairs completed, pairs that did not meet, the pairs' H_{k:m})
+    within ``budget`` CPU s."""
     deadline = time.process_time() + budget
     estimates, unmet = [], 0
     root = np.random.SeedSequence(seed)
@@ -116,7 +137,7 @@ def coupled_chains(job, seed, budget):
             estimates.append(float(r.estimate[0]))
         else:
             unmet += 1
-    return (float(np.mean(estimates)) if estimates else np.nan), len(estimates), unmet
+    return (float(np.mean(estimates)) if estimates else np.nan), len(estimates), unmet, estimates
 
 
 def one_process(args):
@@ -126,9 +147,9 @@ def one_process(args):
     c0 = time.process_time()
     s, sweeps = single_chain(job, rng, budget, job.k)
     c1 = time.process_time()
-    c, pairs, unmet = coupled_chains(job, [seed, 1], budget)
+    c, pairs, unmet, estimates = coupled_chains(job, [seed, 1], budget)
     c2 = time.process_time()
-    return s, sweeps, c1 - c0, c, pairs, unmet, c2 - c1
+    return s, sweeps, c1 - c0, c, pairs, unmet, c2 - c1, estimates
 
 
 def truth_chain(args):
@@ -141,8 +162,55 @@ def truth_chain(args):
     for t in range(1000 + sweeps):
         kernel.sweep(x, kernel.random_numbers(rng))
         if t >= 1000:
-            hs[t - 1000] = largest_share(x.labels())[0]
+            hs[t - 1000] = job.h(x.labels())[0]
     return hs
+
+
+class BothShares:
+    """``--paired-rb``: [share, Rao-Blackwellised share] of the same state."""
+
+    def __init__(self, fam, code, params):
+        self.rb = ExpectedShare(fam, code, params)
+
+    def __call__(self, labels):
+        return np.array([largest_share(labels)[0], self.rb(labels)[0]])
+
+
+def paired_pair(seed):
+    """(estimates [share, rb], tau, CPU s) of one pair of the worker's job."""
+    c0 = time.process_time()
+    r = _JOB.run(np.random.SeedSequence([seed, 5]))
+    return r.estimate, r.tau, time.process_time() - c0
+
+
+def paired_rb(args, base, k, m):
+    """The same pairs (same seeds, so the same chains) with h = [share, RB share]: the variance of each
+    estimate per pair, and the CPU per pair with h = share alone and with both (the RB's cost)."""
+    both = dict(base, h=BothShares(base["pack"], base["prior_code"], base["prior_params"]))
+    seeds = [args.seed + 50_000 + r for r in range(args.paired_rb)]
+    with cf.ProcessPoolExecutor(args.workers, initializer=_init,
+                                initargs=(UnbiasedJob(**both, k=k, m=m, max_iter=max(5000, 20 * m)),)) as pool:
+        out = list(pool.map(paired_pair, seeds, chunksize=1))
+    est = np.array([o[0] for o in out])
+    cpu_both = np.mean([o[2] for o in out])
+    n_cost = min(len(seeds), 100)
+    with cf.ProcessPoolExecutor(args.workers, initializer=_init,
+                                initargs=(UnbiasedJob(**base, k=k, m=m, max_iter=max(5000, 20 * m)),)) as pool:
+        cpu_share = np.mean([o[2] for o in pool.map(paired_pair, seeds[:n_cost], chunksize=1)])
+    cpu_both_first = np.mean([o[2] for o in out[:n_cost]])
+    print(f"\npaired: {len(seeds)} pairs (k = {k}, m = {m}), the same chains with h = share and h = RB share")
+    print(f"| h | SD per pair | SD without the 1% farthest from the median | CPU per pair (first {n_cost} pairs) | "
+          "inefficiency SD^2 x CPU | the same, 1% trimmed |")
+    print("|---|---|---|---|---|---|")
+    for j, (name, cpu) in enumerate([("share", cpu_share), ("RB share", cpu_both_first)]):
+        x = est[:, j]
+        keep = np.argsort(np.abs(x - np.median(x)))[: int(0.99 * x.size)]
+        sd, sd_t = x.std(ddof=1), x[keep].std(ddof=1)
+        print(f"| {name} | {sd:.5f} | {sd_t:.5f} | {cpu:.4f} s | {sd ** 2 * cpu:.3g} | {sd_t ** 2 * cpu:.3g} |")
+    d = est[:, 1] - est[:, 0]
+    print(f"mean RB - share {d.mean():+.5f} (+- {2 * d.std(ddof=1) / np.sqrt(d.size):.5f}); means: share "
+          f"{est[:, 0].mean():.5f}, RB {est[:, 1].mean():.5f}; CPU per pair over all {len(seeds)} with both: "
+          f"{cpu_both:.4f} s", flush=True)
 
 
 def pilot_taus(args):
@@ -170,23 +238,40 @@ def main():
                         help="start of every chain (seed 000's runs: one block)")
     parser.add_argument("--quantile", type=float, default=0.99, help="k = this quantile of the pilot's meeting times")
     parser.add_argument("--multiple", type=int, default=10, help="m = multiple * k")
+    parser.add_argument("--h", default="share", choices=["share", "rb"],
+                        help="share: the largest block's share; rb: it Rao-Blackwellised (pmp.h.ExpectedLargestProportion)")
+    parser.add_argument("--pgsm", type=int, default=0, help="PGSM moves per iteration (CRN-coupled; 0: Gibbs only)")
+    parser.add_argument("--k-m", type=int, nargs=2, metavar=("K", "M"), help="k and m given (skips the pilot)")
+    parser.add_argument("--paired-rb", type=int, default=0, metavar="PAIRS",
+                        help="only compare h = share and its RB version on the same PAIRS pairs (variance, CPU)")
     args = parser.parse_args()
     print(f"# bench_parallel_accuracy: Python {platform.python_version()}, {os.cpu_count()} cores, "
           f"load {os.getloadavg()[0]:.2f}; {args.processes} processes x {args.budget} CPU s per estimator, "
-          f"init {args.init}, "
+          f"init {args.init}, h {args.h}, pgsm {args.pgsm}, "
           f"{args.workers} workers", flush=True)
     fam, code, params = gene_inputs()
-    base = dict(pack=fam, prior_code=code, prior_params=params, h=largest_share, coupling="ot", init=args.init)
+    h = largest_share if args.h == "share" else ExpectedShare(fam, code, params)
+    base = dict(pack=fam, prior_code=code, prior_params=params, h=h, coupling="ot", init=args.init,
+                pgsm=pgsm_settings(args.pgsm or None, fam.data.shape[0]))
     w0 = time.perf_counter()
-    with cf.ProcessPoolExecutor(args.workers, initializer=_init,
-                                initargs=(UnbiasedJob(**base, k=0, m=0, max_iter=5000),)) as pool:
-        per = -(-args.pilot // args.workers)
-        taus = np.concatenate([np.asarray(t) for t in pool.map(
-            pilot_taus, [(args.seed + w, per) for w in range(args.workers)])])
-    k, m = suggest_k_m(taus, quantile=args.quantile, multiple=args.multiple)
-    met = taus[taus >= 0]
-    print(f"\npilot: {taus.size} pairs, meeting times median {np.median(met):.0f}, 90% {np.quantile(met, 0.9):.0f}, "
-          f"max {met.max()}, unmet {np.sum(taus < 0)}; k = {k}, m = {m}", flush=True)
+    if args.k_m is not None:
+        k, m = args.k_m
+        print(f"\nk = {k}, m = {m} (given with --k-m)", flush=True)
+    else:
+        with cf.ProcessPoolExecutor(args.workers, initializer=_init,
+                                    initargs=(UnbiasedJob(**base, k=0, m=0, max_iter=5000),)) as pool:
+            per = -(-args.pilot // args.workers)
+            taus = np.concatenate([np.asarray(t) for t in pool.map(
+                pilot_taus, [(args.seed + w, per) for w in range(args.workers)])])
+        k, m = suggest_k_m(taus, quantile=args.quantile, multiple=args.multiple)
+        met = taus[taus >= 0]
+        print(f"\npilot: {taus.size} pairs, meeting times median {np.median(met):.0f}, "
+              f"90% {np.quantile(met, 0.9):.0f}, max {met.max()}, unmet {np.sum(taus < 0)}; k = {k}, m = {m}",
+              flush=True)
+    if args.paired_rb:
+        paired_rb(args, base, k, m)
+        print(f"load at the end {os.getloadavg()[0]:.2f}")
+        return
     job = UnbiasedJob(**base, k=k, m=m, max_iter=max(5000, 20 * m))
     with cf.ProcessPoolExecutor(args.workers, initializer=_init, initargs=(job,)) as pool:
         c0 = time.perf_counter()
@@ -206,7 +291,8 @@ def main():
         rows = list(pool.map(one_process, [(args.seed + 10_000 + r, args.budget) for r in range(args.processes)],
                              chunksize=1))
     wall = time.perf_counter() - w0
-    s, sweeps, s_cpu, c, pairs, unmet, c_cpu = (np.array(v, float) for v in zip(*rows))
+    per_process = [r[7] for r in rows]
+    s, sweeps, s_cpu, c, pairs, unmet, c_cpu = (np.array(v, float) for v in zip(*(r[:7] for r in rows)))
     ok = np.isfinite(c)
     print(f"\nper process: single chain {np.mean(sweeps):.0f} sweeps in {np.mean(s_cpu):.2f} CPU s; coupled "
           f"{np.mean(pairs):.1f} pairs (min {pairs.min():.0f}, max {pairs.max():.0f}) in {np.mean(c_cpu):.2f} CPU s; "
@@ -244,7 +330,56 @@ def main():
         print("\ncoupled chains win at every M (their variance per process is not larger)")
     else:
         print("\nno crossover: the single chains show no bias")
-    print(f"load at the end {os.getloadavg()[0]:.2f}")
+    robust_table(per_process, s, truth)
+    cpu = np.concatenate([[c_cpu[r] / max(1, len(e))] * len(e) for r, e in enumerate(per_process)])
+    every = np.concatenate([np.asarray(e, float) for e in per_process])
+    print(f"\nper pair: {every.size} pairs, SD {every.std(ddof=1):.5f}, CPU {cpu.mean():.4f} s (process CPU / its pairs), "
+          f"inefficiency SD^2 x CPU {every.var(ddof=1) * cpu.mean():.3g}; per process (budget {args.budget} s): "
+          f"var x budget {var_c * args.budget:.3g} (single chain: {var_s * args.budget:.3g})")
+    print(f"load at the end {os.getloadavg()[0]:.2f}; process CPU of this run (parent) {time.process_time():.1f} s")
+
+
+def _aggregates(estimates, k_groups):
+    """{name: value} of the plain mean, median of means and trimmed means of one block's pair estimates."""
+    x = np.asarray(estimates, float)
+    out = {"mean": x.mean()}
+    groups = min(k_groups, x.size // 2)
+    out["MoM"] = median_of_means(x, groups).estimate if groups >= 3 else np.nan
+    for trim in (0.01, 0.05):
+        out[f"trim {trim:g}"] = trimmed_mean(x, trim).estimate if x.size >= 2 else np.nan
+    return out
+
+
+def robust_table(per_process, s, truth, k_groups=24):
+    """RMSE against the truth over disjoint blocks of M processes (all their pairs aggregated), for the
+    single-chain average and each aggregator of the coupled pairs; the mean error (bias) too."""
+    total = len(per_process)
+    print(f"\nerror vs number of pairs: disjoint blocks of M processes, RMSE (and mean error) over the blocks; "
+          f"MoM with min({k_groups}, pairs // 2) groups (not computed below 3)")
+    names = ["mean", "MoM", "trim 0.01", "trim 0.05"]
+    print("\n| M | blocks | pairs per block | single: RMSE (mean err) | " +
+          " | ".join(f"coupled {n}: RMSE (mean err)" for n in names) + " |")
+    print("|---|---|---|---|" + "---|" * len(names))
+    for M in MS:
+        blocks = total // M
+        if blocks < 2 and M != total:
+            continue
+        if blocks < 1:
+            break
+        single = np.array([s[b * M:(b + 1) * M].mean() - truth for b in range(blocks)])
+        errs = {n: [] for n in names}
+        npairs = []
+        for b in range(blocks):
+            x = np.concatenate([np.asarray(e, float) for e in per_process[b * M:(b + 1) * M]])
+            npairs.append(x.size)
+            for n, v in _aggregates(x, k_groups).items():
+                errs[n].append(v - truth)
+        cells = []
+        for n in names:
+            e = np.asarray(errs[n])
+            cells.append("-" if np.isnan(e).any() else f"{np.sqrt(np.mean(e ** 2)):.5f} ({e.mean():+.5f})")
+        print(f"| {M} | {blocks} | {np.mean(npairs):.1f} | {np.sqrt(np.mean(single ** 2)):.5f} ({single.mean():+.5f}) | "
+              + " | ".join(cells) + " |", flush=True)
 
 
 if __name__ == "__main__":

@@ -539,6 +539,22 @@ def test_summarize_and_suggest_check_their_arguments(model):
     with pytest.raises(ValueError, match="no estimated quantity named \\['nope'\\]"):
         pmp.summarize_unbiased(result, var_names=["nope"])
     assert list(pmp.summarize_unbiased(result, var_names="n_clusters").index) == ["n_clusters"]
+    for kwargs, error, match in [
+        (dict(estimator="median"), ValueError, "estimator must be one of"),
+        (dict(estimator="median_of_means", n_groups=2), ValueError, "use estimator='mean'"),
+        (dict(estimator="median_of_means", n_groups=3.5), ValueError, "n_groups must be an integer"),
+        (dict(estimator="median_of_means", n_groups=True), TypeError, "n_groups must be an integer"),
+        (dict(estimator="median_of_means", n_groups=4), ValueError, "needs at least 4 pairs that met, got 3"),
+        (dict(estimator="median_of_means"), ValueError, "n_groups=24 needs at least 24 pairs"),
+        (dict(estimator="trimmed_mean", trim=0.5), ValueError, "trim must be"),
+        (dict(estimator="trimmed_mean", trim=math.nan), ValueError, "trim must be"),
+        (dict(estimator="trimmed_mean", trim="5%"), TypeError, "trim must be a number"),
+    ]:
+        with pytest.raises(error, match=match):
+            pmp.summarize_unbiased(result, **kwargs)
+    robust = pmp.summarize_unbiased(result, estimator="median_of_means", n_groups=3)
+    assert list(robust.columns) == ["median_of_means", "se", "ci_lower", "ci_upper", "bias_bound", "n_pairs", "n_met"]
+    assert robust.attrs == {"estimator": "median_of_means", "ci": 0.95, "n_groups": 3}
     with pytest.raises(ValueError, match="quantile must be"):
         suggest_k_m([3, 4], quantile=1.5)
     with pytest.raises(ValueError, match="multiple must be"):

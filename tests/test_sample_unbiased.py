@@ -84,6 +84,21 @@ def test_estimate_matches_enumeration_with_pilot_chosen_k_m():
     assert abs(row["mean"] - exact) < 4 * row["se"]
     attrs = unbiased(result).attrs
     assert attrs["k_m_from_pilot"].startswith("yes") and attrs["m"] == 10 * attrs["k"]
+    # the robust aggregators: within their SE and stated bias bound of the truth, and one wild pair
+    # (an enormous bias correction) leaves them where they were while it ruins the mean
+    ds = unbiased(result)
+    spoiled = ds.copy(deep=True)
+    spoiled["k"].values[5] = 1e5
+    spoiled = pmp.pymc.compat.new_result({"unbiased": spoiled, "meeting": result["meeting"].to_dataset()
+                                          if is_datatree(result) else result["meeting"]})
+    assert abs(pmp.summarize_unbiased(spoiled).loc["k", "mean"] - exact) > 100
+    for estimator in ("median_of_means", "trimmed_mean"):
+        robust = pmp.summarize_unbiased(result, estimator=estimator)
+        row = robust.loc["k"]
+        assert abs(row[estimator] - exact) < 4 * row["se"] + row["bias_bound"], (estimator, row, exact)
+        assert row["bias_bound"] > 0 and row["n_pairs"] == 600
+        moved = pmp.summarize_unbiased(spoiled, estimator=estimator).loc["k"]
+        assert abs(moved[estimator] - row[estimator]) < row["se"], estimator
 
 
 @pytest.mark.parametrize("cores", [1, 2])

@@ -6,12 +6,15 @@ import pytest
 
 from enumeration import exact_posterior
 from models import PRIORS, pack
-from pymc_partitions.coupling.functions import CoClustering, LargestProportions, PredictiveDensity, largest_proportion
+from pymc_partitions.coupling.aggregate import aggregate, default_groups, median_of_means, trimmed_mean
+from pymc_partitions.coupling.functions import CoClustering, ExpectedLargestProportion, LargestProportions
+from pymc_partitions.coupling.functions import PredictiveDensity, largest_proportion
 from pymc_partitions.coupling.functions import n_clusters
 from pymc_partitions.coupling.parallel import UnbiasedJob
 from pymc_partitions.coupling.unbiased import bias_correction_weight, suggest_k_m
 from pymc_partitions.families.kernels import DIAG_NORMAL, FamilyPack, diag_normal_hyper
-from pymc_partitions.samplers.gibbs import log_joint
+from pymc_partitions.partition import canonicalize
+from pymc_partitions.samplers.gibbs import expected_largest_share, log_joint
 
 
 @pytest.mark.parametrize("lag", [1, 2, 3])
@@ -115,3 +118,132 @@ def test_predictive_density_errors():
         PredictiveDensity(np.zeros(3)).bind(pack("diag", 6), 0, [1.0, 0.0, 0.0])
     with pytest.raises(RuntimeError, match="bound"):
         PredictiveDensity(np.zeros(3))(np.zeros(4, np.int64))
+
+
+@pytest.mark.parametrize("prior_name", ["crp", "pitman_yor", "finite_dirichlet"])
+@pytest.mark.parametrize("family", ["diag", "niw", "bb"])
+def test_expected_largest_share_has_the_posterior_mean_of_the_share(prior_name, family):
+    """The Rao-Blackwellised share (1/n) sum_i E[share | z_-i] has exactly the posterior mean of the
+    share (enumeration, n = 6) and a smaller posterior variance."""
+    n = 6
+    prior, fam = PRIORS[prior_name], pack(family, n)
+    parts, post = exact_posterior(n, lambda p: log_joint(p, fam, prior.code, prior.kernel_params()))
+    share = np.array([largest_proportion(p) for p in parts])
+    rb = np.array([expected_largest_share(p, fam, prior.code, prior.kernel_params()) for p in parts])
+    assert post @ rb == pytest.approx(post @ share, abs=1e-12)
+    assert post @ (rb - post @ rb) ** 2 < post @ (share - post @ share) ** 2  # (<= always: Jensen)
+    assert not np.allclose(rb, share)  # (it is not the share itself)
+
+
+def test_expected_largest_share_equals_the_conditional_expectations_by_brute_force():
+    """Per partition, against (1/n) sum_i sum_b pi(z^{i->b}) share(z^{i->b}) / sum_b pi(z^{i->b}) from
+    the log joint of every move of one item (an oracle independent of the compiled conditional)."""
+    n = 7
+    prior, fam = PRIORS["pitman_yor"], pack("diag", n)
+    rng = np.random.default_rng(3)
+    for _ in range(6):
+        labels = canonicalize(rng.integers(0, 3, n))
+        total = 0.0
+        for i in range(n):
+            others = np.delete(labels, i)
+            options = np.unique(others).tolist() + [labels.max() + 1]
+            moved = [canonicalize(np.insert(others, i, b)) for b in options]
+            lj = np.array([log_joint(z, fam, prior.code, prior.kernel_params()) for z in moved])
+            w = np.exp(lj - lj.max())
+            total += w @ [largest_proportion(z) for z in moved] / w.sum()
+        assert expected_largest_share(labels, fam, prior.code, prior.kernel_params()) == pytest.approx(total / n,
+                                                                                                         rel=1e-10)
+
+
+def test_coupled_estimates_of_the_expected_share_match_enumeration():
+    """H_{k:m} with h = the Rao-Blackwellised share is unbiased for E[largest share] (enumeration)."""
+    n = 7
+    prior, fam = PRIORS["crp"], pack("diag", n)
+    rb = ExpectedLargestProportion().bind(fam, prior.code, prior.kernel_params())
+    job = UnbiasedJob(fam, prior.code, prior.kernel_params(), lambda z: np.array([n_clusters(z), rb(z)]), 0, 3, 1,
+                      1000, "ot", 0.0, "singletons")
+    check_estimates_match_enumeration(job, n)
+    with pytest.raises(RuntimeError, match="bound"):
+        ExpectedLargestProportion()(np.zeros(n, np.int64))
+    with pytest.raises(NotImplementedError, match="network"):
+        ExpectedLargestProportion().bind(pack("net", n), prior.code, prior.kernel_params())
+
+
+@pytest.fixture(scope="module")
+def heavy_estimates():
+    """(estimates of E[K], exact E[K]): 2000 OT pairs at n = 7 from singletons with k = 0, m = 2,
+    so that most of each estimate is bias correction (skewed, heavy-tailed estimates)."""
+    n = 7
+    prior, fam = PRIORS["crp"], pack("diag", n)
+    parts, post = exact_posterior(n, lambda p: log_joint(p, fam, prior.code, prior.kernel_params()))
+    job = UnbiasedJob(fam, prior.code, prior.kernel_params(), lambda z: np.array([float(n_clusters(z))]), 0, 2, 1,
+                      1000, "ot", 0.0, "singletons")
+    est = np.array([job.run(s).estimate[0] for s in np.random.SeedSequence(11).spawn(2000)])
+    return est, float(post @ (parts.max(axis=1) + 1))
+
+
+@pytest.mark.parametrize("estimator", ["mean", "median_of_means", "trimmed_mean"])
+def test_aggregates_match_enumeration_within_se_and_bias_bound(heavy_estimates, estimator):
+    est, exact = heavy_estimates
+    a = aggregate(est, estimator)
+    assert abs(a.estimate - exact) < 3 * a.se + a.bias_bound, (a, exact)
+    assert (a.bias_bound == 0) == (estimator == "mean")
+
+
+def test_robust_aggregates_ignore_one_huge_pair(heavy_estimates):
+    est, _ = heavy_estimates
+    spoiled = est.copy()
+    spoiled[123] = -1e6  # one pair that met very late, with an enormous correction
+    before, after = aggregate(est, "mean"), aggregate(spoiled, "mean")
+    assert abs(after.estimate - before.estimate) > 100  # the mean is ruined
+    for estimator in ("median_of_means", "trimmed_mean"):
+        before, after = aggregate(est, estimator), aggregate(spoiled, estimator)
+        assert abs(after.estimate - before.estimate) < before.se, estimator
+        assert after.se < 2 * before.se, estimator
+
+
+def test_aggregate_arithmetic_and_deterministic_trimming_bound():
+    x = np.array([1.0, 2, 3, 4, 5, 6, 100, 8, 9])
+    assert median_of_means(x, 3).estimate == 5.0  # group means 2, 5, 39
+    assert trimmed_mean(np.arange(10.0), 0.1).estimate == 4.5  # 0 and 9 dropped
+    assert trimmed_mean(np.arange(10.0), 0.05).estimate == 4.5  # nothing dropped: the mean
+    assert trimmed_mean(np.arange(10.0), 0.05).bias_bound == 0.0
+    assert default_groups(0.95) == 24
+    rng = np.random.default_rng(0)
+    for _ in range(50):  # |trimmed mean - mean| <= the bound with the sample SD, for every sample
+        x = rng.standard_t(1.5, size=rng.integers(5, 60))
+        a = trimmed_mean(x, 0.2)
+        assert abs(a.estimate - x.mean()) <= a.bias_bound * (1 + 1e-12)
+
+
+def test_median_of_means_bias_is_real_and_within_its_bound():
+    """A skewed law (Bernoulli(0.02)): the median of 10 group means of 5 is biased (mostly 0), and
+    its expectation stays within sigma sqrt((K-1)/N) of the mean, as documented."""
+    p, groups, size = 0.02, 10, 5
+    rng = np.random.default_rng(1)
+    mom = np.array([median_of_means((rng.random(groups * size) < p).astype(float), groups).estimate
+                    for _ in range(4000)])
+    bias = mom.mean() - p
+    assert bias < -0.5 * p  # biased: the median of means misses the rare ones
+    assert abs(bias) <= np.sqrt(p * (1 - p)) * np.sqrt((groups - 1) / (groups * size))
+
+
+def test_aggregate_arguments_are_checked():
+    x = np.arange(30.0)
+    with pytest.raises(ValueError, match="estimator must be one of"):
+        aggregate(x, "median")
+    with pytest.raises(ValueError, match="n_groups.*use estimator='mean'"):
+        aggregate(x, "median_of_means", n_groups=2)
+    with pytest.raises(ValueError, match="n_groups must be an integer"):
+        aggregate(x, "median_of_means", n_groups=2.5)
+    with pytest.raises(TypeError, match="n_groups must be an integer"):
+        aggregate(x, "median_of_means", n_groups="4")
+    for bad in (0.0, 0.5, -0.1, float("nan")):
+        with pytest.raises(ValueError, match="trim"):
+            aggregate(x, "trimmed_mean", trim=bad)
+    with pytest.raises(ValueError, match="needs at least 40 estimates"):
+        median_of_means(x, 40)
+    with pytest.raises(ValueError, match="finite"):
+        aggregate(np.array([1.0, np.nan, 2.0]), "median_of_means", n_groups=3)
+    with pytest.raises(ValueError, match="one-dimensional"):
+        trimmed_mean(np.ones((3, 3)), 0.1)
