@@ -7,8 +7,6 @@ estimates of E[share of the largest cluster | gene data] at a fixed CPU budget p
     python benchmarks/bench_parallel_accuracy.py --budget 0.1     # a harder, shorter budget
     python benchmarks/bench_parallel_accuracy.py --truth 0.32074 0.00005   # skip the long chains
     python benchmarks/bench_parallel_accuracy.py --pgsm 1 ...     # + 1 CRN-coupled PGSM move per iteration
-    python benchmarks/bench_parallel_accuracy.py --h rb --k-m 114 1140 ...  # the Rao-Blackwellised share, given k, m
-    python benchmarks/bench_parallel_accuracy.py --k-m 114 1140 --paired-rb 300   # share vs RB share, same pairs
 
 Model: the gene data (``pmp.datasets.load_gene()``, n = 200, D = 50), CRP(1), NormalNormal with
 mu0 = 0, sigma0 = 0.5, sigma = 1.3 (as ``bench_coupling.py``); h(z) = size of the largest block / n.
@@ -65,17 +63,6 @@ MS = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000)
 
 def largest_share(labels):
     return np.array([np.bincount(labels).max() / labels.shape[0]])
-
-
-class ExpectedShare:
-    """``--h rb``: the largest share Rao-Blackwellised over each item's Gibbs conditional
-    (``pmp.h.ExpectedLargestProportion``), as a 1-vector."""
-
-    def __init__(self, fam, code, params):
-        self.h = pmp.h.ExpectedLargestProportion().bind(fam, code, params)
-
-    def __call__(self, labels):
-        return np.array([self.h(labels)])
 
 
 def gene_inputs():
@@ -166,53 +153,6 @@ def truth_chain(args):
     return hs
 
 
-class BothShares:
-    """``--paired-rb``: [share, Rao-Blackwellised share] of the same state."""
-
-    def __init__(self, fam, code, params):
-        self.rb = ExpectedShare(fam, code, params)
-
-    def __call__(self, labels):
-        return np.array([largest_share(labels)[0], self.rb(labels)[0]])
-
-
-def paired_pair(seed):
-    """(estimates [share, rb], tau, CPU s) of one pair of the worker's job."""
-    c0 = time.process_time()
-    r = _JOB.run(np.random.SeedSequence([seed, 5]))
-    return r.estimate, r.tau, time.process_time() - c0
-
-
-def paired_rb(args, base, k, m):
-    """The same pairs (same seeds, so the same chains) with h = [share, RB share]: the variance of each
-    estimate per pair, and the CPU per pair with h = share alone and with both (the RB's cost)."""
-    both = dict(base, h=BothShares(base["pack"], base["prior_code"], base["prior_params"]))
-    seeds = [args.seed + 50_000 + r for r in range(args.paired_rb)]
-    with cf.ProcessPoolExecutor(args.workers, initializer=_init,
-                                initargs=(UnbiasedJob(**both, k=k, m=m, max_iter=max(5000, 20 * m)),)) as pool:
-        out = list(pool.map(paired_pair, seeds, chunksize=1))
-    est = np.array([o[0] for o in out])
-    cpu_both = np.mean([o[2] for o in out])
-    n_cost = min(len(seeds), 100)
-    with cf.ProcessPoolExecutor(args.workers, initializer=_init,
-                                initargs=(UnbiasedJob(**base, k=k, m=m, max_iter=max(5000, 20 * m)),)) as pool:
-        cpu_share = np.mean([o[2] for o in pool.map(paired_pair, seeds[:n_cost], chunksize=1)])
-    cpu_both_first = np.mean([o[2] for o in out[:n_cost]])
-    print(f"\npaired: {len(seeds)} pairs (k = {k}, m = {m}), the same chains with h = share and h = RB share")
-    print(f"| h | SD per pair | SD without the 1% farthest from the median | CPU per pair (first {n_cost} pairs) | "
-          "inefficiency SD^2 x CPU | the same, 1% trimmed |")
-    print("|---|---|---|---|---|---|")
-    for j, (name, cpu) in enumerate([("share", cpu_share), ("RB share", cpu_both_first)]):
-        x = est[:, j]
-        keep = np.argsort(np.abs(x - np.median(x)))[: int(0.99 * x.size)]
-        sd, sd_t = x.std(ddof=1), x[keep].std(ddof=1)
-        print(f"| {name} | {sd:.5f} | {sd_t:.5f} | {cpu:.4f} s | {sd ** 2 * cpu:.3g} | {sd_t ** 2 * cpu:.3g} |")
-    d = est[:, 1] - est[:, 0]
-    print(f"mean RB - share {d.mean():+.5f} (+- {2 * d.std(ddof=1) / np.sqrt(d.size):.5f}); means: share "
-          f"{est[:, 0].mean():.5f}, RB {est[:, 1].mean():.5f}; CPU per pair over all {len(seeds)} with both: "
-          f"{cpu_both:.4f} s", flush=True)
-
-
 def pilot_taus(args):
     seed, count = args
     job = _JOB
@@ -238,20 +178,15 @@ def main():
                         help="start of every chain (seed 000's runs: one block)")
     parser.add_argument("--quantile", type=float, default=0.99, help="k = this quantile of the pilot's meeting times")
     parser.add_argument("--multiple", type=int, default=10, help="m = multiple * k")
-    parser.add_argument("--h", default="share", choices=["share", "rb"],
-                        help="share: the largest block's share; rb: it Rao-Blackwellised (pmp.h.ExpectedLargestProportion)")
     parser.add_argument("--pgsm", type=int, default=0, help="PGSM moves per iteration (CRN-coupled; 0: Gibbs only)")
     parser.add_argument("--k-m", type=int, nargs=2, metavar=("K", "M"), help="k and m given (skips the pilot)")
-    parser.add_argument("--paired-rb", type=int, default=0, metavar="PAIRS",
-                        help="only compare h = share and its RB version on the same PAIRS pairs (variance, CPU)")
     args = parser.parse_args()
     print(f"# bench_parallel_accuracy: Python {platform.python_version()}, {os.cpu_count()} cores, "
           f"load {os.getloadavg()[0]:.2f}; {args.processes} processes x {args.budget} CPU s per estimator, "
-          f"init {args.init}, h {args.h}, pgsm {args.pgsm}, "
+          f"init {args.init}, pgsm {args.pgsm}, "
           f"{args.workers} workers", flush=True)
     fam, code, params = gene_inputs()
-    h = largest_share if args.h == "share" else ExpectedShare(fam, code, params)
-    base = dict(pack=fam, prior_code=code, prior_params=params, h=h, coupling="ot", init=args.init,
+    base = dict(pack=fam, prior_code=code, prior_params=params, h=largest_share, coupling="ot", init=args.init,
                 pgsm=pgsm_settings(args.pgsm or None, fam.data.shape[0]))
     w0 = time.perf_counter()
     if args.k_m is not None:
@@ -268,10 +203,6 @@ def main():
         print(f"\npilot: {taus.size} pairs, meeting times median {np.median(met):.0f}, "
               f"90% {np.quantile(met, 0.9):.0f}, max {met.max()}, unmet {np.sum(taus < 0)}; k = {k}, m = {m}",
               flush=True)
-    if args.paired_rb:
-        paired_rb(args, base, k, m)
-        print(f"load at the end {os.getloadavg()[0]:.2f}")
-        return
     job = UnbiasedJob(**base, k=k, m=m, max_iter=max(5000, 20 * m))
     with cf.ProcessPoolExecutor(args.workers, initializer=_init, initargs=(job,)) as pool:
         c0 = time.perf_counter()

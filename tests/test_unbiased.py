@@ -7,14 +7,13 @@ import pytest
 from enumeration import exact_posterior
 from models import PRIORS, pack
 from pymc_partitions.coupling.aggregate import aggregate, default_groups, median_of_means, trimmed_mean
-from pymc_partitions.coupling.functions import CoClustering, ExpectedLargestProportion, LargestProportions
+from pymc_partitions.coupling.functions import CoClustering, LargestProportions
 from pymc_partitions.coupling.functions import PredictiveDensity, largest_proportion
 from pymc_partitions.coupling.functions import n_clusters
 from pymc_partitions.coupling.parallel import UnbiasedJob
 from pymc_partitions.coupling.unbiased import bias_correction_weight, suggest_k_m
 from pymc_partitions.families.kernels import DIAG_NORMAL, FamilyPack, diag_normal_hyper
-from pymc_partitions.partition import canonicalize
-from pymc_partitions.samplers.gibbs import expected_largest_share, log_joint
+from pymc_partitions.samplers.gibbs import log_joint
 
 
 @pytest.mark.parametrize("lag", [1, 2, 3])
@@ -118,55 +117,6 @@ def test_predictive_density_errors():
         PredictiveDensity(np.zeros(3)).bind(pack("diag", 6), 0, [1.0, 0.0, 0.0])
     with pytest.raises(RuntimeError, match="bound"):
         PredictiveDensity(np.zeros(3))(np.zeros(4, np.int64))
-
-
-@pytest.mark.parametrize("prior_name", ["crp", "pitman_yor", "finite_dirichlet"])
-@pytest.mark.parametrize("family", ["diag", "niw", "bb"])
-def test_expected_largest_share_has_the_posterior_mean_of_the_share(prior_name, family):
-    """The Rao-Blackwellised share (1/n) sum_i E[share | z_-i] has exactly the posterior mean of the
-    share (enumeration, n = 6) and a smaller posterior variance."""
-    n = 6
-    prior, fam = PRIORS[prior_name], pack(family, n)
-    parts, post = exact_posterior(n, lambda p: log_joint(p, fam, prior.code, prior.kernel_params()))
-    share = np.array([largest_proportion(p) for p in parts])
-    rb = np.array([expected_largest_share(p, fam, prior.code, prior.kernel_params()) for p in parts])
-    assert post @ rb == pytest.approx(post @ share, abs=1e-12)
-    assert post @ (rb - post @ rb) ** 2 < post @ (share - post @ share) ** 2  # (<= always: Jensen)
-    assert not np.allclose(rb, share)  # (it is not the share itself)
-
-
-def test_expected_largest_share_equals_the_conditional_expectations_by_brute_force():
-    """Per partition, against (1/n) sum_i sum_b pi(z^{i->b}) share(z^{i->b}) / sum_b pi(z^{i->b}) from
-    the log joint of every move of one item (an oracle independent of the compiled conditional)."""
-    n = 7
-    prior, fam = PRIORS["pitman_yor"], pack("diag", n)
-    rng = np.random.default_rng(3)
-    for _ in range(6):
-        labels = canonicalize(rng.integers(0, 3, n))
-        total = 0.0
-        for i in range(n):
-            others = np.delete(labels, i)
-            options = np.unique(others).tolist() + [labels.max() + 1]
-            moved = [canonicalize(np.insert(others, i, b)) for b in options]
-            lj = np.array([log_joint(z, fam, prior.code, prior.kernel_params()) for z in moved])
-            w = np.exp(lj - lj.max())
-            total += w @ [largest_proportion(z) for z in moved] / w.sum()
-        assert expected_largest_share(labels, fam, prior.code, prior.kernel_params()) == pytest.approx(total / n,
-                                                                                                         rel=1e-10)
-
-
-def test_coupled_estimates_of_the_expected_share_match_enumeration():
-    """H_{k:m} with h = the Rao-Blackwellised share is unbiased for E[largest share] (enumeration)."""
-    n = 7
-    prior, fam = PRIORS["crp"], pack("diag", n)
-    rb = ExpectedLargestProportion().bind(fam, prior.code, prior.kernel_params())
-    job = UnbiasedJob(fam, prior.code, prior.kernel_params(), lambda z: np.array([n_clusters(z), rb(z)]), 0, 3, 1,
-                      1000, "ot", 0.0, "singletons")
-    check_estimates_match_enumeration(job, n)
-    with pytest.raises(RuntimeError, match="bound"):
-        ExpectedLargestProportion()(np.zeros(n, np.int64))
-    with pytest.raises(NotImplementedError, match="network"):
-        ExpectedLargestProportion().bind(pack("net", n), prior.code, prior.kernel_params())
 
 
 @pytest.fixture(scope="module")

@@ -15,10 +15,8 @@ from ..families.kernels import DIAG_NORMAL, FamilyPack
 from ..families.predictive import DiagNormal
 from ..partition import canonicalize
 from ..families.mixture import log_predictive_density
-from ..samplers.gibbs import expected_largest_share
 
-__all__ = ["n_clusters", "largest_proportion", "ExpectedLargestProportion", "LargestProportions", "CoClustering",
-           "PredictiveDensity"]
+__all__ = ["n_clusters", "largest_proportion", "LargestProportions", "CoClustering", "PredictiveDensity"]
 
 
 def n_clusters(labels) -> int:
@@ -29,31 +27,6 @@ def n_clusters(labels) -> int:
 def largest_proportion(labels) -> float:
     """Fraction of the items in the largest block (seed 000, Fig. 2B)."""
     return float(np.bincount(labels).max() / len(labels))
-
-
-class ExpectedLargestProportion:
-    """The largest block's share, Rao-Blackwellised: (1/n) sum_i E[largest share | all items but i,
-    data], each item's collapsed Gibbs conditional summed out in turn
-    (:func:`pymc_partitions.samplers.gibbs.expected_largest_share`).
-
-    Its posterior expectation is that of :func:`largest_proportion` (exactly), with less variance
-    per draw; it costs about one Gibbs sweep per evaluation. Needs the model:
-    :func:`pmp.sample_unbiased` calls ``bind``. Not for network likelihoods.
-    """
-
-    def __init__(self):
-        self._bound = None
-
-    def bind(self, pack: FamilyPack, prior_code: int, prior_params) -> "ExpectedLargestProportion":
-        bound = ExpectedLargestProportion()
-        expected_largest_share(np.zeros(pack.data.shape[0], np.int64), pack, prior_code, prior_params)  # checks
-        bound._bound = (pack, int(prior_code), np.asarray(prior_params, float))
-        return bound
-
-    def __call__(self, labels):
-        if self._bound is None:
-            raise RuntimeError("ExpectedLargestProportion must be bound to a model first (sample_unbiased does it)")
-        return expected_largest_share(labels, *self._bound)
 
 
 class LargestProportions:

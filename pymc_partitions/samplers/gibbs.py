@@ -19,7 +19,7 @@ import numba
 import numpy as np
 
 from .. import _checks
-from .._numeric import check_uniforms, draw_log_weights, relative_weights, runtime_int
+from .._numeric import check_uniforms, draw_log_weights, runtime_int
 from ..families.kernels import (FamilyPack, check_pack, has_network, pack_init, pack_log_marginal, pack_log_preds,
                                 pack_update, refuse_network)
 from ..partition import as_labels, canonicalize_dense_into, index_array
@@ -28,7 +28,7 @@ from ..priors import (FINITE_DIRICHLET, PITMAN_YOR, UNIFORM_LABELS, log_eppf_siz
 from .network import _network_gibbs_sweeps, network_offsets
 from .slots import _build, _grow, _join_weights, _remove
 
-__all__ = ["gibbs_sweeps", "log_joint", "expected_largest_share", "GibbsKernel", "check_model", "check_prior"]
+__all__ = ["gibbs_sweeps", "log_joint", "GibbsKernel", "check_model", "check_prior"]
 
 _ALPHA_MAX = 1e290  # lgamma(alpha + n) and its like stay finite (lgamma overflows near 2.5e305)
 
@@ -233,61 +233,6 @@ def gibbs_sweeps(labels, pack: FamilyPack, prior_code: int, prior_params, orders
         labels, orders, uniforms, code, params,
         pack.codes, pack.dims, pack.data_off, pack.stat_off, pack.hyper_off, pack.hyper, pack.data, pack.width,
     )
-
-
-@numba.njit(cache=True, error_model="numpy")
-def _expected_largest_share(labels, prior_code, prior_params, codes, dims, data_off, stat_off, hyper_off, hyper,
-                            data, width):
-    n = labels.shape[0]
-    scratch = np.empty(max(1, data.shape[1]))
-    slot_of, sizes, stats, active, n_active = _build(
-        labels, codes, dims, data_off, stat_off, hyper_off, hyper, data, width, scratch
-    )
-    empty = np.empty((1, width))
-    pack_init(codes, dims, stat_off, hyper_off, hyper, empty, runtime_int(0))
-    first_row = np.zeros(1, np.int64)
-    new_lp = np.empty(1)
-    join_w = _join_weights(sizes, active, n_active, prior_code, prior_params)
-    logw = np.empty(sizes.shape[0] + 1)
-    total = 0.0
-    for i in range(n):
-        s = slot_of[i]
-        n_active = _remove(i, slot_of, sizes, stats, active, n_active, join_w, prior_code, prior_params,
-                           codes, dims, data_off, stat_off, hyper_off, hyper, data, scratch)
-        _log_conditional(i, stats, active, n_active, join_w, logw, prior_code, prior_params, codes, dims, data_off,
-                         stat_off, hyper_off, hyper, data, empty, scratch, first_row, new_lp)
-        norm = relative_weights(logw, n_active + 1, logw)
-        top = 1
-        for j in range(n_active):
-            top = max(top, sizes[active[j]])
-        expected = logw[n_active] * top
-        for j in range(n_active):
-            expected += logw[j] * max(top, sizes[active[j]] + 1)
-        total += expected / norm
-        if sizes[s] > 0:  # put i back where it was
-            chosen = 0
-            while active[chosen] != s:
-                chosen += 1
-        else:
-            chosen = n_active  # its slot was freed to active[n_active]: _assign takes it again
-        n_active = _assign(i, chosen, slot_of, sizes, stats, active, n_active, join_w, prior_code, prior_params,
-                           codes, dims, data_off, stat_off, hyper_off, hyper, data, empty, scratch)
-    return total / (n * n)
-
-
-def expected_largest_share(labels, pack: FamilyPack, prior_code: int, prior_params) -> float:
-    """(1/n) sum_i E[share of the largest block | all items but i, data]: the largest block's share
-    Rao-Blackwellised over each item's collapsed Gibbs conditional in turn.
-
-    Each term has the same posterior expectation as the share itself (E[E[h | z_-i]] = E[h]), so
-    averaging it over posterior draws, or using it as ``h`` in coupled-chain estimators, estimates
-    the same E[largest share | data] with the per-item noise integrated out. Costs about one Gibbs
-    sweep (every item's conditional over the K + 1 options). Network likelihoods are refused.
-    """
-    code, params = check_model(pack, prior_code, prior_params, "expected_largest_share")
-    labels = as_labels(labels, pack.data.shape[0], owner="expected_largest_share")
-    return float(_expected_largest_share(labels, code, params, pack.codes, pack.dims, pack.data_off, pack.stat_off,
-                                         pack.hyper_off, pack.hyper, pack.data, pack.width))
 
 
 def log_joint(labels, pack: FamilyPack, prior_code: int, prior_params) -> float:
