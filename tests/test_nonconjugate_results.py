@@ -433,3 +433,15 @@ def test_predictive_density_hostile(fitted6):
                                                                           np.zeros(post["z"].shape + (3,)))})})
     with pytest.raises(ValueError, match="per-item data.*covariates"):
         pmp.predictive_density(fake, [0.0], reg)
+
+
+def test_collapsed_only_results_refuse_slot_models_saying_what_to_use(fitted):
+    """They used to fail with the sampler's message ("this step integrates cluster parameters out")."""
+    model, idata = fitted
+    calls = {"join_probabilities": lambda: pmp.join_probabilities(idata, [0.0], model),
+             "cluster_parameters": lambda: pmp.cluster_parameters(idata, model),
+             "sample_posterior_predictive": lambda: pmp.sample_posterior_predictive(idata, model)}
+    for owner, call in calls.items():
+        with pytest.raises(ValueError, match=f"{owner}: the partition 'z' has non-conjugate likelihoods.*"
+                                             "pm.sample_posterior_predictive.*pmp.slot_views"):
+            call()

@@ -94,6 +94,11 @@ class _Fitted:
     def __init__(self, model, var_name, result, owner):
         self.owner = owner
         self.name = _partition_name(model, var_name, owner)
+        if has_slots(model, model[self.name]):
+            raise ValueError(f"{owner}: the partition {self.name!r} has non-conjugate likelihoods (slot parameters "
+                             f"indexed by it, e.g. mu[{self.name}]); {owner} needs collapsed ones "
+                             f"({likelihood_names()}). For this model: pm.sample_posterior_predictive (replicated "
+                             "data), pmp.slot_views (each item's cluster parameters), pmp.predictive_density")
         terms = PartitionTerms(model, self.name, read_data=False)  # the data: from the result (below)
         if not terms.likelihoods:
             raise ValueError(f"{owner}: the partition {self.name!r} has no collapsed likelihood ({likelihood_names()}), "
