@@ -16,23 +16,27 @@ Y = np.array([-3.1, -2.8, -3.3, -2.9, 2.7, 3.2, 3.0, 2.9, 3.1, 0.2])
 N = len(Y)
 
 
-def slot_model(y=Y, prior=None, sigma0=3.0):
+def slot_model(y=Y, prior=None, sigma0=3.0, sigma=0.5):
     n = len(y)
     prior = pmp.CRP(1.0) if prior is None else prior
     with pm.Model() as model:
         z = pmp.Partition("z", prior, n=n)
         mu = pm.Normal("mu", 0.0, sigma0, shape=n)
-        pm.Normal("y", mu=mu[z], sigma=0.5, observed=y)
+        pm.Normal("y", mu=mu[z], sigma=sigma, observed=y)
     return model
+
+
+def _fit(model, draws, tune, seed):
+    """(model, result) of two chains of plain pm.sample."""
+    with model:
+        idata = pm.sample(draws=draws, tune=tune, chains=2, cores=1, random_seed=seed, progressbar=False,
+                          compute_convergence_checks=False)
+    return model, idata
 
 
 @pytest.fixture(scope="module")
 def fitted():
-    model = slot_model()
-    with model:
-        idata = pm.sample(draws=150, tune=100, chains=2, cores=1, random_seed=3, progressbar=False,
-                          compute_convergence_checks=False)
-    return model, idata
+    return _fit(slot_model(), 150, 100, 3)
 
 
 def _by_hand(labels, slots):
@@ -161,11 +165,7 @@ def exact6(sigma0=SIGMA0):
 
 
 def slot_model6(sigma0=SIGMA0):
-    with pm.Model() as model:
-        z = pmp.Partition("z", pmp.CRP(1.2), n=len(Y6))
-        mu = pm.Normal("mu", 0.0, sigma0, shape=len(Y6))
-        pm.Normal("y", mu=mu[z], sigma=SIGMA, observed=Y6)
-    return model
+    return slot_model(Y6, pmp.CRP(1.2), sigma0, SIGMA)
 
 
 def collapsed_model6(sigma0=SIGMA0):
@@ -177,11 +177,7 @@ def collapsed_model6(sigma0=SIGMA0):
 
 @pytest.fixture(scope="module")
 def fitted6():
-    model = slot_model6()
-    with model:
-        idata = pm.sample(draws=1500, tune=300, chains=2, cores=1, random_seed=5, progressbar=False,
-                          compute_convergence_checks=False)
-    return model, idata
+    return _fit(slot_model6(), 1500, 300, 5)
 
 
 def _chain_ess(traces):
