@@ -19,6 +19,10 @@ The move prototyped here (CRP(alpha), NormalInverseWishart in D = 2; compiled wi
 
       Q_b(z -> z') = 1/2 * (1/n) * sum over a' in S of P(the allocation from a' gives exactly S | z);
 
+  the *window* variant (``--configs ...:lambda``) lets each window item join independently, with
+  probability proportional to lambda N(w | a Gaussian fitted once to a's window) against staying
+  (|b \ w| p(w | b \ w) on the state before the move): the new block does not start from {a} alone;
+
 * scatter-death (probability 1/2): a block S uniform among the M(z) blocks of at most L + 1 items
   (none if K = 1); its items, in increasing index order, join one of the other blocks of z with
   probability proportional to |b| p(w | b) (b as grown so far). A birth z -> z' is reversed by the
@@ -30,10 +34,12 @@ One repetition = (``moves`` SAMS moves, one Gibbs sweep: ``GibbsSAMSKernel``), t
 bridge moves. 4 chains from random 5-block labels, 200 repetitions of burn-in, ``--reps`` timed
 repetitions; alpha fixed at 0.33 (Old Faithful's posterior median under Gamma(1, 1)). Printed:
 CPU seconds, ESS of K (ArviZ bulk, 4 chains) per CPU second and per 1000 repetitions, P(K = 2, 3,
-4), accepted births / scatter-deaths by size.
+4), accepted births / scatter-deaths by size, the number and lengths of the K >= 3 spells.
+Measured in ``benchmarks/README.md`` (issue 20): exact, does not pay; a prototype, not in the package.
 
-Run: ``python benchmarks/bench_bridge.py`` (a few minutes); ``--check`` compares the prototype's
-log joint with ``samplers.gibbs.log_joint`` and its chain's law of K with Gibbs alone.
+Run: ``python benchmarks/bench_bridge.py`` (a few minutes); ``--check`` also compares the prototype's
+log joint with ``samplers.gibbs.log_joint``; ``--exact`` (alone) checks the moves against
+enumeration at n = 6, with a power check (a wrong ratio must be seen).
 """
 
 from __future__ import annotations
@@ -52,6 +58,8 @@ import pymc_partitions as pmp
 from pymc_partitions.families.kernels import NIW, FamilyPack, niw_hyper
 from pymc_partitions.samplers.gibbs import log_joint
 from pymc_partitions.samplers.gibbs_sams import GibbsSAMSKernel
+
+from bench_faithful_k import spells  # noqa: E402  (benchmarks/ is on sys.path when run as a script)
 
 ALPHA, KAPPA0, NU0 = 0.33, 0.1, 4.0
 
@@ -500,8 +508,9 @@ def main(argv=None):
     if args.check:
         check(y, pack)
     print("\n| SAMS moves | bridge moves (L) | CPU s | K: ESS / per s / per 1000 reps | P(K = 2, 3, 4) | births: proposed / "
-          "accepted (sizes 1, 2-4, 5-9, 10+) | deaths: proposed / accepted (sizes 1, 2-4, 5-9, 10+) | K ESS/s vs first |")
-    print("|---|---|---|---|---|---|---|---|")
+          "accepted (sizes 1, 2-4, 5-9, 10+) | deaths: proposed / accepted (sizes 1, 2-4, 5-9, 10+) | K >= 3 spells: number: length mean / sd | "
+          "K ESS/s vs first |")
+    print("|---|---|---|---|---|---|---|---|---|")
     base = None
     for cfg in args.configs.split(","):
         parts = cfg.split(":")
@@ -512,10 +521,12 @@ def main(argv=None):
         law = np.bincount(trace.astype(int).ravel(), minlength=5)[2:5] / trace.size
         base = base or ess / cpu
         b, d = cnt[4:25], cnt[25:46]
+        on = spells(trace >= 3)
+        lengths = np.array([e - a for _, a, e in on], float)
         grp = lambda h: f"{h[1]}, {h[2:5].sum()}, {h[5:10].sum()}, {h[10:].sum()}"  # noqa: E731
         print(f"| {moves} | {bridge} ({L}{', window lambda = ' + str(lam) if lam else ''}) | {cpu:.2f} | {ess:.0f} / {ess / cpu:.0f} / {1000 * ess / trace.size:.0f} | "
               f"{np.round(law, 3)} | {cnt[0]} / {cnt[1]} ({grp(b)}) | {cnt[2]} / {cnt[3]} ({grp(d)}) | "
-              f"{ess / cpu / base:.1f}x |", flush=True)
+              f"{len(lengths)}: {lengths.mean():.1f} / {lengths.std():.1f} | {ess / cpu / base:.1f}x |", flush=True)
     avg = " ".join(open("/proc/loadavg").read().split()[:3]) if os.path.exists("/proc/loadavg") else "n/a"
     print(f"\nload average at end {avg}")
 

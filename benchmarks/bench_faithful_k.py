@@ -84,7 +84,8 @@ def overhead():
                 warnings.simplefilter("ignore")
                 pm.sample(draws=1000, tune=1000, chains=4, cores=1, step=make(), random_seed=1, progressbar=False,
                           compute_convergence_checks=False, callback=clock, initvals={"z": np.zeros(n, np.int64)})
-        rows.append((label, (clock.last - clock.first) / (clock.calls - 1)))
+        rows.append((f"{label} ({clock.calls} callbacks, {clock.last - clock.first:.2f} s from first to last)",
+                     (clock.last - clock.first) / (clock.calls - 1)))
     pack = FamilyPack.build([(DIAG_NORMAL, y, diag_normal_hyper(0.0, 0.5, 1.3, y.shape[1]))])
     kernel = GibbsKernel(pack, 0, np.array([1.0, 0.0, 0.0]))
     rng = np.random.default_rng(0)
@@ -242,6 +243,19 @@ def diagnose(labels, cpu, y):
     print(f"centroid at mid-spell: median ({np.median(mid[:, 0]):.2f}, {np.median(mid[:, 1]):.1f}), 10-90 % "
           f"eruptions {np.percentile(mid[:, 0], 10):.2f}-{np.percentile(mid[:, 0], 90):.2f}, waiting "
           f"{np.percentile(mid[:, 1], 10):.1f}-{np.percentile(mid[:, 1], 90):.1f}; size median {np.median(mid[:, 2]):.0f}")
+    sets, count = {}, 0
+    for c in range(C):
+        for r in np.where(K[c] == 3)[0]:
+            lab = labels[c, r]
+            sizes = np.bincount(lab)
+            b = int(np.argmin(sizes))
+            if 10 <= sizes[b] <= 15:
+                key = frozenset(np.where(lab == b)[0].tolist())
+                sets[key] = sets.get(key, 0) + 1
+                count += 1
+    if count:
+        print(f"K = 3 repetitions with a third block of 10-15 items: {count}; distinct member sets {len(sets)}; the most "
+              f"frequent set in {max(sets.values()) / count:.4f} of them")
     print(f"where the items of its last 5 repetitions are after it dies: short-eruption block {fate[0] / fate[:2].sum():.2f}, "
           f"long-eruption block {fate[1] / fate[:2].sum():.2f}")
 
