@@ -57,6 +57,7 @@ import numpy as np
 import pymc_partitions as pmp
 from pymc_partitions.families.kernels import NIW, FamilyPack, niw_hyper
 from pymc_partitions.samplers.gibbs import log_joint
+from pymc_partitions.samplers.concentration import escobar_west_log
 from pymc_partitions.samplers.gibbs_sams import GibbsSAMSKernel
 
 from bench_faithful_k import spells  # noqa: E402  (benchmarks/ is on sys.path when run as a script)
@@ -411,7 +412,9 @@ def window_gaussians(y, nbrs, lam, ridge=0.05):
     return (float(lam), mu, prec, logdet)
 
 
-def run(y, pack, moves, bridge, L, reps, seed=10, lam=0.0):
+def run(y, pack, moves, bridge, L, reps, seed=10, lam=0.0, random_alpha=False):
+    """4 chains; ``random_alpha``: alpha ~ Gamma(1, 1), one Escobar-West draw after each repetition
+    (as ``bench_birth_death.py``), else alpha = ALPHA."""
     n = len(y)
     nbrs = neighbours(y, L)
     win = window_gaussians(y, nbrs, lam) if lam > 0 else None
@@ -424,13 +427,17 @@ def run(y, pack, moves, bridge, L, reps, seed=10, lam=0.0):
     for c in range(4):
         rng = np.random.default_rng(seed + c)
         labels = rng.integers(0, 5, n)
+        alpha = ALPHA if not random_alpha else 1.0
         for r in range(200 + reps):
             if r == 200:
                 start = time.process_time()
+            kernel.prior_params = np.array([alpha, 0.0, 0.0])
             labels = kernel.step(labels, rng)[0]
             if bridge:
-                labels = bridge_moves(labels, y, nbrs, ALPHA, bridge, int(rng.integers(2**31)),
+                labels = bridge_moves(labels, y, nbrs, alpha, bridge, int(rng.integers(2**31)),
                                       counts if r >= 200 else counts.copy(), False, win)
+            if random_alpha:
+                alpha = math.exp(escobar_west_log(math.log(alpha), int(labels.max()) + 1, n, 1.0, 1.0, rng))
             if r >= 200:
                 trace[c, r - 200] = labels.max() + 1
         cpu += time.process_time() - start
@@ -496,11 +503,13 @@ def main(argv=None):
                         help="SAMS moves:bridge moves:L[:lambda] per repetition, comma-separated (lambda: the window-Gaussian "
                         "birth with that weight; none: the sequential allocation)")
     parser.add_argument("--check", action="store_true")
+    parser.add_argument("--alpha", choices=["fixed", "gamma"], default="fixed",
+                        help="alpha fixed at 0.33, or ~ Gamma(1, 1) by Escobar-West after each repetition")
     parser.add_argument("--exact", action="store_true", help="enumeration check at n = 6 (and nothing else)")
     args = parser.parse_args(argv)
     avg = " ".join(open("/proc/loadavg").read().split()[:3]) if os.path.exists("/proc/loadavg") else "n/a"
     print(f"bench_bridge: Python {platform.python_version()}, load average {avg}; 4 chains x {args.reps} repetitions, "
-          f"alpha = {ALPHA} fixed")
+          f"alpha {'= ' + str(ALPHA) + ' fixed' if args.alpha == 'fixed' else '~ Gamma(1, 1), Escobar-West'}")
     if args.exact:
         exact()
         return
@@ -516,7 +525,7 @@ def main(argv=None):
         parts = cfg.split(":")
         moves, bridge, L = (int(v) for v in parts[:3])
         lam = float(parts[3]) if len(parts) > 3 else 0.0
-        cpu, trace, cnt = run(y, pack, moves, bridge, L, args.reps, lam=lam)
+        cpu, trace, cnt = run(y, pack, moves, bridge, L, args.reps, lam=lam, random_alpha=args.alpha == "gamma")
         ess = float(az.ess(trace, method="bulk"))
         law = np.bincount(trace.astype(int).ravel(), minlength=5)[2:5] / trace.size
         base = base or ess / cpu
