@@ -197,8 +197,11 @@ def diagnose(labels, cpu, y):
           f"P(size <= 3) {np.mean(sizes <= 3):.2f}; P(1), P(2) {np.mean(sizes == 1):.2f}, {np.mean(sizes == 2):.2f}")
     lab = labels[0, -1]
     big = np.argsort(-np.bincount(lab))[:2]
+    top2 = np.array([np.sort(np.bincount(labels[c, r]))[::-1][:2] for c in range(C) for r in range(S)])
     print(f"the two largest blocks (last draw of chain 0): centroids (eruptions min, waiting min) "
-          f"{np.round(y[lab == big[0]].mean(0), 2)} and {np.round(y[lab == big[1]].mean(0), 2)}")
+          f"{np.round(y[lab == big[0]].mean(0), 2)} and {np.round(y[lab == big[1]].mean(0), 2)}; their sizes over all "
+          f"repetitions: median {np.median(top2, 0)}, 10-90 % {np.percentile(top2[:, 0], [10, 90])} and "
+          f"{np.percentile(top2[:, 1], [10, 90])}")
     print(f"items outside the two largest blocks in >= 20 % / >= 5 % of repetitions: {int(np.sum(freq >= 0.2))} / "
           f"{int(np.sum(freq >= 0.05))}; the 12 most often (share, eruptions, waiting):")
     for i in np.argsort(-freq)[:12]:
