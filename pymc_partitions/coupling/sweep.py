@@ -60,20 +60,14 @@ def _support(p, count, index, mass):
 
 @numba.njit(cache=True, error_model="numpy")
 def _coupled_draw(method, eps, lw_x, nx, size_x, act_x, lw_y, ny, size_y, act_y, inter, u,
-                  p, q, ix, iy, pc, qc, cost, rows, cols, mass, iwork, fwork, match_x, pos_y):
-    """Indices (into the candidates of each chain) of one coupled draw; see the module docstring."""
+                  p, q, ix, iy, pc, qc, cost, rows, cols, mass, iwork, fwork):
+    """Indices (into the candidates of each chain) of one coupled draw; see the module docstring.
+    (The aligned coupling is drawn in :func:`_coupled_visit` itself: this call's many arguments
+    cost more than that whole draw.)"""
     probabilities(lw_x, nx + 1, p)
     probabilities(lw_y, ny + 1, q)
     if u[0] < eps or method == INDEPENDENT:
         return draw_independent(p, nx + 1, q, ny + 1, u[1], u[2])
-    if method == ALIGNED:  # each block paired with its partner block of the other chain (_align), new with new
-        for b in range(ny):
-            pos_y[act_y[b]] = b
-        for a in range(nx):
-            m = match_x[act_x[a]]
-            ix[a] = pos_y[m] if m >= 0 else -1
-        ix[nx] = ny
-        return draw_aligned(p, nx + 1, q, ny + 1, ix, u[1], u[2], u[3], pc, qc)
     if method == CRN:
         return draw_crn(p, nx + 1, q, ny + 1, u[1])
     if method == MAXIMAL:
@@ -174,8 +168,20 @@ def _coupled_visit(t0, method, eps, order, uniforms,
                                lw_x, new_lp)
             _add_network_terms(E_y, net_ho, hyper_y, size_y, act_y, ny, sy, out_y, inn_y, touched_y, cnt_y, P_y, V_y,
                                lw_y, new_lp)
-        cx, cy = _coupled_draw(method, eps, lw_x, nx, size_x, act_x, lw_y, ny, size_y, act_y, inter, uniforms[t],
-                               p, q, ix, iy, pc, qc, cost, rows, cols, mass, iwork, fwork, match_x, pos_y)
+        u = uniforms[t]
+        if method == ALIGNED and u[0] >= eps:  # each block with its partner of the other chain (_align), new with new
+            probabilities(lw_x, nx + 1, p)
+            probabilities(lw_y, ny + 1, q)
+            for b in range(ny):
+                pos_y[act_y[b]] = b
+            for a in range(nx):
+                m = match_x[act_x[a]]
+                ix[a] = pos_y[m] if m >= 0 else -1
+            ix[nx] = ny
+            cx, cy = draw_aligned(p, nx + 1, q, ny + 1, ix, u[1], u[2], u[3], pc, qc)
+        else:
+            cx, cy = _coupled_draw(method, eps, lw_x, nx, size_x, act_x, lw_y, ny, size_y, act_y, inter, u,
+                                   p, q, ix, iy, pc, qc, cost, rows, cols, mass, iwork, fwork)
         if method == ALIGNED and cx == nx and cy == ny:  # two new blocks: paired
             match_x[act_x[nx]] = act_y[ny]
             match_y[act_y[ny]] = act_x[nx]
@@ -364,8 +370,14 @@ class GibbsSweeps:
         Data and conjugate likelihoods.
     prior_code, prior_params :
         From a prior object (``prior.code``, ``prior.kernel_params()``).
-    coupling : {"ot", "maximal", "crn", "independent"}
-        How the two chains' draws are coupled at each item (see :mod:`.draws`).
+    coupling : {"ot", "maximal", "crn", "independent", "aligned"}
+        How the two chains' draws are coupled at each item (see :mod:`.draws`). ``"aligned"``:
+        at the start of every coupled sweep the blocks of the two chains are paired greedily by
+        overlap (:func:`_align`; identical blocks always pair), and each item's two draws come
+        from the maximal coupling of the two conditionals under that pairing, the new blocks
+        paired (:func:`.draws.draw_aligned`): O(K) per item instead of a transport solve; the
+        pairing is updated within the sweep (a pair is dropped when a block empties, two
+        blocks opened by the same item pair).
     eps : float
         Probability of using the independent coupling instead at each item (0 to 1). The seed
         authors' later code uses 1e-5; it guards against couplings that lock into a bad pattern.
