@@ -8,7 +8,9 @@ exactly the single-chain kernel of :mod:`pymc_partitions.samplers.gibbs`.
 For the optimal transport coupling the cost of sending the item to block A of chain x and block B
 of chain y is the increase of the Mirkin distance, 2 (|A| + |B| - 2 |A ∩ B|) (seed 000, eq. 8; the
 factor 2 is dropped, it does not change the plan). The table of intersection sizes |A ∩ B| is kept
-up to date item by item, so the cost matrix costs O(K^2) per item and never O(n).
+up to date item by item, so the cost matrix costs O(K^2) per item and never O(n). The aligned
+coupling reads that table once per sweep instead, to pair the two chains' blocks by overlap
+(:func:`_align`), and then couples each item's draws under the pairing in O(K) with no solve.
 
 Network likelihoods (``kernels.NETWORK``, :class:`pmp.BetaBernoulliNetwork`) are not separable
 over blocks: each chain then also keeps its matrix of edge counts between slots, and its log
