@@ -31,6 +31,7 @@ FILES = [
     "test_subclusters_enumeration.py::test_gibbs_with_subcluster_moves_samples_uniform_colourings",
     "test_subclusters_enumeration.py::test_deterministic_in_its_random_numbers_and_the_table_grows",
     "test_coupled_gibbs.py",
+    "test_aligned_coupling.py",
     "test_transport.py",
     "test_counter_uniforms.py",
     "test_colouring.py",

@@ -28,7 +28,7 @@ def relabel(labels, rng):
     return rng.permutation(labels.max() + 1)[labels]
 
 
-@pytest.mark.parametrize("coupling", ["ot", "maximal", "crn"])
+@pytest.mark.parametrize("coupling", ["ot", "maximal", "crn", "aligned"])
 def test_equal_partitions_stay_equal_and_the_moves_are_deterministic(coupling):
     n = 40
     kern = kernel("crp", "diag", n, coupling, moves=3, num_particles=8)

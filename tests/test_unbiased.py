@@ -32,7 +32,7 @@ def both(labels):
 @pytest.mark.parametrize(
     "coupling,lag,k,m,prior_name,family",
     [("ot", 1, 0, 3, "crp", "diag"), ("ot", 2, 1, 4, "pitman_yor", "niw"), ("maximal", 1, 1, 2, "crp", "diag"),
-     ("crn", 1, 0, 2, "finite_dirichlet", "bb")],
+     ("crn", 1, 0, 2, "finite_dirichlet", "bb"), ("aligned", 1, 0, 3, "pitman_yor", "diag")],
 )
 def test_average_of_estimates_matches_the_enumerated_expectation(coupling, lag, k, m, prior_name, family):
     n = 7

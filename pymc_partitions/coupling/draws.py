@@ -10,6 +10,9 @@ chain does; the couplings differ in how often (and on what) the two draws agree:
   :func:`metric_plan`), solving only the part of the problem where the two laws differ;
 * ``draw_maximal``: the maximal coupling of the two label laws (the two draws are equal with the
   largest possible probability, sum_j min(p_j, q_j));
+* ``draw_aligned``: the maximal coupling under a given one-to-one pairing of the atoms (the
+  coupled sweep pairs each block of one chain with the block of the other it overlaps most): the
+  two draws land on paired atoms with the largest possible probability; O(atoms), no solve;
 * ``draw_crn``: one common uniform through both CDFs;
 * ``draw_independent``: the independent coupling.
 """
@@ -22,8 +25,8 @@ import numpy as np
 from .._numeric import inverse_cdf, relative_weights
 from .transport import transport_plan_ws
 
-__all__ = ["probabilities", "draw_ot", "draw_ot_metric", "metric_plan", "draw_maximal", "draw_crn",
-           "draw_independent"]
+__all__ = ["probabilities", "draw_ot", "draw_ot_metric", "metric_plan", "draw_maximal", "draw_aligned",
+           "draw_crn", "draw_independent"]
 
 
 @numba.njit(cache=True, error_model="numpy")
@@ -88,6 +91,44 @@ def draw_maximal(p, cx, q, cy, u1, u2, u3, work):
         j = inverse_cdf(p, cx, u2)
         return j, j
     return jx, jy
+
+
+@numba.njit(cache=True, error_model="numpy")
+def draw_aligned(p, cx, q, cy, partner, u1, u2, u3, wp, wq):
+    """Maximal coupling of ``p[:cx]`` and ``q[:cy]`` under the pairing ``partner`` (atom ``a`` of
+    p is paired with atom ``partner[a]`` of q, or with none when -1; no atom of q twice): with
+    probability w = sum_a min(p_a, q_partner(a)) the pair (a, partner(a)) is drawn with
+    probability min(p_a, q_partner(a)) / w; otherwise each index is drawn from its own residual,
+    independently (as :func:`draw_maximal`, which is the pairing a -> a). Each index has exactly
+    its own law whatever the pairing. ``wp``, ``wq``: work arrays of >= cx and >= cy floats."""
+    for b in range(cy):
+        wq[b] = 0.0
+    w = 0.0
+    for a in range(cx):
+        b = partner[a]
+        m = min(p[a], q[b]) if b >= 0 else 0.0
+        wp[a] = m
+        if b >= 0:
+            wq[b] = m
+        w += m
+    if u1 < w:
+        a = inverse_cdf(wp, cx, u1)  # u1 / w is uniform on [0, 1) given u1 < w
+        return a, partner[a]
+    rest = 1.0 - w
+    if rest > 0.0:
+        a = _residual_draw(p, cx, wp, u2 * rest)
+        b = _residual_draw(q, cy, wq, u3 * rest)
+        if a >= 0 and b >= 0:
+            return a, b
+    # rounding: the laws are equal on paired atoms up to it (u1 >= w here, so wp sums to > 0 only
+    # by a rounding unit): the pair drawn from the shared part at u2
+    total = 0.0
+    for a in range(cx):
+        total += wp[a]
+    if total > 0.0:
+        a = inverse_cdf(wp, cx, u2 * total)
+        return a, partner[a]
+    return draw_independent(p, cx, q, cy, u2, u3)
 
 
 @numba.njit(cache=True, error_model="numpy")

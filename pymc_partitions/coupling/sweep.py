@@ -8,7 +8,9 @@ exactly the single-chain kernel of :mod:`pymc_partitions.samplers.gibbs`.
 For the optimal transport coupling the cost of sending the item to block A of chain x and block B
 of chain y is the increase of the Mirkin distance, 2 (|A| + |B| - 2 |A ∩ B|) (seed 000, eq. 8; the
 factor 2 is dropped, it does not change the plan). The table of intersection sizes |A ∩ B| is kept
-up to date item by item, so the cost matrix costs O(K^2) per item and never O(n).
+up to date item by item, so the cost matrix costs O(K^2) per item and never O(n). The aligned
+coupling reads that table once per sweep instead, to pair the two chains' blocks by overlap
+(:func:`_align`), and then couples each item's draws under the pairing in O(K) with no solve.
 
 Network likelihoods (``kernels.NETWORK``, :class:`pmp.BetaBernoulliNetwork`) are not separable
 over blocks: each chain then also keeps its matrix of edge counts between slots, and its log
@@ -36,13 +38,13 @@ from ..priors import log_join_weight, log_new_weight
 from ..samplers.gibbs import _build, _grow, _join_weights, _remove, _sweep, check_model
 from ..samplers.network import (net_build, net_cache_build, net_cache_commit, net_cache_grow, net_cached_weights,
                                 net_grow, net_put_in, net_sweep, net_take_out, net_workspace, network_offsets)
-from .draws import draw_crn, draw_independent, draw_maximal, draw_ot_metric, probabilities
+from .draws import draw_aligned, draw_crn, draw_independent, draw_maximal, draw_ot_metric, probabilities
 from .transport import make_workspace
 
 __all__ = ["COUPLINGS", "UNIFORMS_PER_VISIT", "ChainState", "GibbsSweeps"]
 
-OT, MAXIMAL, CRN, INDEPENDENT = 0, 1, 2, 3
-COUPLINGS = {"ot": OT, "maximal": MAXIMAL, "crn": CRN, "independent": INDEPENDENT}
+OT, MAXIMAL, CRN, INDEPENDENT, ALIGNED = 0, 1, 2, 3, 4
+COUPLINGS = {"ot": OT, "maximal": MAXIMAL, "crn": CRN, "independent": INDEPENDENT, "aligned": ALIGNED}
 UNIFORMS_PER_VISIT = 4  # [mix with independent?, draw, residual draw x, residual draw y]
 
 
@@ -61,7 +63,9 @@ def _support(p, count, index, mass):
 @numba.njit(cache=True, error_model="numpy")
 def _coupled_draw(method, eps, lw_x, nx, size_x, act_x, lw_y, ny, size_y, act_y, inter, u,
                   p, q, ix, iy, pc, qc, cost, rows, cols, mass, iwork, fwork):
-    """Indices (into the candidates of each chain) of one coupled draw; see the module docstring."""
+    """Indices (into the candidates of each chain) of one coupled draw; see the module docstring.
+    (The aligned coupling is drawn in :func:`_coupled_visit` itself: this call's many arguments
+    cost more than that whole draw.)"""
     probabilities(lw_x, nx + 1, p)
     probabilities(lw_y, ny + 1, q)
     if u[0] < eps or method == INDEPENDENT:
@@ -107,10 +111,14 @@ def _coupled_visit(t0, method, eps, order, uniforms,
                    empty, prior_params_y, hyper_y, data_y, empty_y, scratch, first_row, new_lp,
                    p, q, ix, iy, pc, qc, cost, rows, cols, mass, iwork, fwork,
                    net_ho, E_x, out_x, inn_x, touched_x, P_x, V_x, E_y, out_y, inn_y, touched_y, P_y, V_y,
-                   cnt_x, cnt_y):
+                   cnt_x, cnt_y, match_x, match_y, pos_y):
     """Coupled updates at visits t0, t0+1, ...; chain y uses its own ``prior_params_y``,
     ``hyper_y``, ``data_y``, ``empty_y``. Stops before changing anything when a chain might
-    need a new block and its slot table is full. Returns (next visit, nx, ny)."""
+    need a new block and its slot table is full. Returns (next visit, nx, ny).
+
+    For the aligned coupling ``match_x`` / ``match_y`` pair slots of the two chains (-1: none,
+    see :func:`_align`): a pair is dropped when either block empties, and two new blocks opened
+    at the same item are paired."""
     n = slot_x.shape[0]
     net = net_ho.shape[0] > 0  # (the calls below cost ~0.1 µs each even when they do nothing)
     one = runtime_int(1)
@@ -128,6 +136,13 @@ def _coupled_visit(t0, method, eps, order, uniforms,
                      codes, dims, data_off, stat_off, hyper_off, hyper, data, scratch)
         ny = _remove(i, slot_y, size_y, stat_y, act_y, ny, jw_y, prior_code, prior_params_y,
                      codes, dims, data_off, stat_off, hyper_off, hyper_y, data_y, scratch)
+        if method == ALIGNED:
+            if size_x[sx] == 0 and match_x[sx] >= 0:
+                match_y[match_x[sx]] = -1
+                match_x[sx] = -1
+            if size_y[sy] == 0 and match_y[sy] >= 0:
+                match_x[match_y[sy]] = -1
+                match_y[sy] = -1
         # (gibbs._log_conditional written out for each chain: a call costs ~90 ns per item)
         for j in range(nx):
             lw_x[j] = jw_x[act_x[j]]
@@ -155,8 +170,23 @@ def _coupled_visit(t0, method, eps, order, uniforms,
                                lw_x, new_lp)
             _add_network_terms(E_y, net_ho, hyper_y, size_y, act_y, ny, sy, out_y, inn_y, touched_y, cnt_y, P_y, V_y,
                                lw_y, new_lp)
-        cx, cy = _coupled_draw(method, eps, lw_x, nx, size_x, act_x, lw_y, ny, size_y, act_y, inter, uniforms[t],
-                               p, q, ix, iy, pc, qc, cost, rows, cols, mass, iwork, fwork)
+        u = uniforms[t]
+        if method == ALIGNED and u[0] >= eps:  # each block with its partner of the other chain (_align), new with new
+            probabilities(lw_x, nx + 1, p)
+            probabilities(lw_y, ny + 1, q)
+            for b in range(ny):
+                pos_y[act_y[b]] = b
+            for a in range(nx):
+                m = match_x[act_x[a]]
+                ix[a] = pos_y[m] if m >= 0 else -1
+            ix[nx] = ny
+            cx, cy = draw_aligned(p, nx + 1, q, ny + 1, ix, u[1], u[2], u[3], pc, qc)
+        else:
+            cx, cy = _coupled_draw(method, eps, lw_x, nx, size_x, act_x, lw_y, ny, size_y, act_y, inter, u,
+                                   p, q, ix, iy, pc, qc, cost, rows, cols, mass, iwork, fwork)
+        if method == ALIGNED and cx == nx and cy == ny:  # two new blocks: paired
+            match_x[act_x[nx]] = act_y[ny]
+            match_y[act_y[ny]] = act_x[nx]
         # (gibbs._assign written out for each chain)
         if cx == nx:
             s = act_x[nx]
@@ -187,6 +217,37 @@ def _coupled_visit(t0, method, eps, order, uniforms,
             net_cache_commit(E_x, net_ho, hyper, size_x, act_x, nx, sx, slot_x[i], P_x, V_x)
             net_cache_commit(E_y, net_ho, hyper_y, size_y, act_y, ny, sy, slot_y[i], P_y, V_y)
     return order.shape[0], nx, ny
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _align(inter, act_x, nx, act_y, ny, match_x, match_y):
+    """Pair blocks of the two chains by overlap, greedily: repeatedly the pair of unpaired blocks
+    with the largest |A ∩ B| > 0 (ties: the first in the active orders). Identical blocks are
+    always paired (their overlap is the largest of their row and column). ``match_x[slot]`` is the
+    paired slot of chain y, or -1 (likewise ``match_y``); O(K^2 log K), once per coupled sweep."""
+    cells = nx * ny
+    top = 0
+    for a in range(nx):
+        for b in range(ny):
+            top = max(top, inter[act_x[a], act_y[b]])
+    keys = np.empty(cells, np.int64)
+    m = 0
+    for a in range(nx):
+        for b in range(ny):
+            c = inter[act_x[a], act_y[b]]
+            if c > 0:  # sorted ascending: the largest overlap first, then the first (a, b)
+                keys[m] = (top - c) * cells + a * ny + b
+                m += 1
+    keys = np.sort(keys[:m])
+    for e in range(m):
+        ab = keys[e] % cells
+        a = ab // ny
+        b = ab % ny
+        sa = act_x[a]
+        sb = act_y[b]
+        if match_x[sa] < 0 and match_y[sb] < 0:
+            match_x[sa] = sb
+            match_y[sb] = sa
 
 
 @numba.njit(cache=True, error_model="numpy")
@@ -240,6 +301,11 @@ def _coupled_sweep(method, eps, order, uniforms, slot_x, size_x, stat_x, act_x, 
         cols = np.empty(2 * (cx + cy + 2), np.int64)
         mass = np.empty(2 * (cx + cy + 2))
         iwork, fwork = make_workspace(cx + 1, cy + 1)
+        match_x = np.full(cx, -1, np.int64)
+        match_y = np.full(cy, -1, np.int64)
+        pos_y = np.empty(cy, np.int64)
+        if method == ALIGNED:
+            _align(inter, act_x, nx, act_y, ny, match_x, match_y)
         t, nx, ny = _coupled_visit(t, method, eps, order, uniforms,
                                    slot_x, size_x, stat_x, act_x, jw_x, lw_x, nx,
                                    slot_y, size_y, stat_y, act_y, jw_y, lw_y, ny, inter,
@@ -247,7 +313,7 @@ def _coupled_sweep(method, eps, order, uniforms, slot_x, size_x, stat_x, act_x, 
                                    empty, prior_params_y, hyper_y, data_y, empty_y, scratch, first_row, new_lp,
                                    p, q, ix, iy, pc, qc, cost, rows, cols, mass,
                                    iwork, fwork, net_ho, E_x, out_x, inn_x, touched_x, P_x, V_x, E_y, out_y, inn_y,
-                                   touched_y, P_y, V_y, cnt_x, cnt_y)
+                                   touched_y, P_y, V_y, cnt_x, cnt_y, match_x, match_y, pos_y)
         if t == order.shape[0]:
             return size_x, stat_x, act_x, nx, E_x, size_y, stat_y, act_y, ny, E_y, inter
         if nx == cx:
@@ -306,8 +372,14 @@ class GibbsSweeps:
         Data and conjugate likelihoods.
     prior_code, prior_params :
         From a prior object (``prior.code``, ``prior.kernel_params()``).
-    coupling : {"ot", "maximal", "crn", "independent"}
-        How the two chains' draws are coupled at each item (see :mod:`.draws`).
+    coupling : {"ot", "maximal", "crn", "independent", "aligned"}
+        How the two chains' draws are coupled at each item (see :mod:`.draws`). ``"aligned"``:
+        at the start of every coupled sweep the blocks of the two chains are paired greedily by
+        overlap (:func:`_align`; identical blocks always pair), and each item's two draws come
+        from the maximal coupling of the two conditionals under that pairing, the new blocks
+        paired (:func:`.draws.draw_aligned`): O(K) per item instead of a transport solve; the
+        pairing is updated within the sweep (a pair is dropped when a block empties, two
+        blocks opened by the same item pair).
     eps : float
         Probability of using the independent coupling instead at each item (0 to 1). The seed
         authors' later code uses 1e-5; it guards against couplings that lock into a bad pattern.

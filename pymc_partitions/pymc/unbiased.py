@@ -211,8 +211,13 @@ def sample_unbiased(model=None, h=None, n_pairs: int | None = 100, coupling: str
         :mod:`pymc_partitions.h` for built-ins.
     n_pairs : int
         Number of pairs (ignored when ``time_budget`` is given).
-    coupling : {"ot", "maximal", "crn", "independent"}
-        How the two chains' Gibbs draws are coupled.
+    coupling : {"ot", "maximal", "crn", "independent", "aligned"}
+        How the two chains' Gibbs draws are coupled (see
+        :class:`pymc_partitions.coupling.sweep.GibbsSweeps`). ``"aligned"`` pairs each cluster of
+        one chain with the cluster of the other it overlaps most and draws both assignments from
+        the maximal coupling under that pairing: no transport problem per item, so a coupled
+        sweep costs about half as much as with ``"ot"`` while the chains meet in about as many
+        sweeps (figures in benchmarks/README.md, "Cost of one OT-coupled sweep").
     lag : int
         Lag between the chains (>= 1).
     k, m : int, optional
