@@ -1,16 +1,16 @@
 """Coupled chains on (partition, hyperparameters): issue 22, items 1-2.
 
-One iteration of each chain is three or four steps, each leaving the posterior invariant:
+One iteration of each chain is up to four steps, each leaving the posterior invariant:
 
 1. a collapsed Gibbs sweep of the partition at the chain's own hyperparameters (the coupled
    sweep of :mod:`.sweep`, each chain with its own prior parameters and family pack);
-1b. with ``pgsm`` settings, that many Particle Gibbs Split-Merge moves of the partition at the
+2. with ``pgsm`` settings, that many Particle Gibbs Split-Merge moves of the partition at the
    chain's own hyperparameters, the two chains' moves with common random numbers (as
    :class:`.split_merge.GibbsPGSM`: the same anchors and 64-bit seed, so equal partitions at
    equal hyperparameters give equal outputs);
-2. an Escobar-West update of a Gamma-prior CRP concentration, when the model has one
+3. an Escobar-West update of a Gamma-prior CRP concentration, when the model has one
    (:func:`coupled_escobar_west`);
-3. a random-walk Metropolis update of every other hyperparameter on its unconstrained value,
+4. a random-walk Metropolis update of every other hyperparameter on its unconstrained value,
    whose target is the collapsed log joint given the chain's partition
    (:func:`coupled_random_walk`).
 
