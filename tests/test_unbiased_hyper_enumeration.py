@@ -143,7 +143,7 @@ class _MetOnHyperparameters(HyperSweeps):
 
 class _WrongJob(HyperUnbiasedJob):
     def kernel(self):
-        return _MetOnHyperparameters(self.hyper_model, self.coupling, self.eps, self.hyper_scale)
+        return _MetOnHyperparameters(self.hyper_model, self.coupling, self.eps, self.hyper_scale, self.pgsm)
 
 
 def _estimates(job_class, pairs, seed):
@@ -232,13 +232,13 @@ class _SweptAtChainXsValues(HyperSweeps):
         self._hyper_steps(x, y, rng)
 
 
-def _one_iteration_laws(kernel_class, which, reps=1500):
+def _one_iteration_laws(kernel_class, which, reps=1500, pgsm=None):
     """(K, hyperparameter) of chain y after one coupled iteration from two different states, and
-    after one single-chain iteration from y's state."""
+    after one single-chain iteration from y's state (``pgsm``: the kernel's PGSM moves)."""
     model = sigma_model() if which == "sigma" else alpha_model()
     terms = PartitionTerms(model, "z")
     hyper = PyMCHyperModel(model, model["z"], terms, [model[which]])
-    kernel = kernel_class(hyper, "ot", 0.0, 0.6)
+    kernel = kernel_class(hyper, "ot", 0.0, 0.6, pgsm=pgsm)
     rng = np.random.default_rng(5)
     lx, ly = np.zeros(N, np.int64), np.array([0, 1, 2, 0, 1, 2])
     vx, vy = (-0.5, 0.4) if which == "sigma" else (-3.0, 1.5)

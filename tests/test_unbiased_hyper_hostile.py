@@ -70,9 +70,14 @@ def test_unsupported_hyperparameters_are_refused_naming_them():
         pmp.NormalNormal("y", partition=z, mu0=0.0, sigma0=2.0, sigma=1.0, observed=Y)
     with pytest.raises(ValueError, match="'n_extra' is discrete"):
         pmp.sample_unbiased(discrete, **RUN)
-    with pytest.raises(ValueError, match=r"pgsm is not yet coupled with random hyperparameters "
-                                         r"\(\['alpha', 'sigma'\]\)"):
-        pmp.sample_unbiased(alpha_sigma_model(), pgsm=1, **RUN)
+
+
+def test_pgsm_runs_with_random_hyperparameters():
+    """(Refused before issue 22's PGSM coupling with hyperparameters.)"""
+    result = pmp.sample_unbiased(alpha_sigma_model(), pgsm=1, **RUN)
+    attrs = result["unbiased"].attrs
+    assert attrs["pgsm_moves"] == 1 and attrs["hyperparameters"] == "alpha, sigma"
+    assert bool(result["meeting"]["met"].all()) and np.isfinite(result["unbiased"]["sigma"].values).all()
 
 
 @pytest.mark.parametrize("bad", [0.0, -1.0, math.nan, math.inf, "1", None])

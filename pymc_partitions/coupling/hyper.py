@@ -1,12 +1,16 @@
 """Coupled chains on (partition, hyperparameters): issue 22, items 1-2.
 
-One iteration of each chain is three steps, each leaving the posterior invariant:
+One iteration of each chain is up to four steps, each leaving the posterior invariant:
 
 1. a collapsed Gibbs sweep of the partition at the chain's own hyperparameters (the coupled
    sweep of :mod:`.sweep`, each chain with its own prior parameters and family pack);
-2. an Escobar-West update of a Gamma-prior CRP concentration, when the model has one
+2. with ``pgsm`` settings, that many Particle Gibbs Split-Merge moves of the partition at the
+   chain's own hyperparameters, the two chains' moves with common random numbers (as
+   :class:`.split_merge.GibbsPGSM`: the same anchors and 64-bit seed, so equal partitions at
+   equal hyperparameters give equal outputs);
+3. an Escobar-West update of a Gamma-prior CRP concentration, when the model has one
    (:func:`coupled_escobar_west`);
-3. a random-walk Metropolis update of every other hyperparameter on its unconstrained value,
+4. a random-walk Metropolis update of every other hyperparameter on its unconstrained value,
    whose target is the collapsed log joint given the chain's partition
    (:func:`coupled_random_walk`).
 
@@ -29,7 +33,9 @@ import numpy as np
 
 from .._checks import real
 from ..samplers.concentration import log_gamma_draw
+from ..samplers.pgsm import PGSMKernel, pgsm_random_numbers
 from .parallel import UnbiasedJob
+from .split_merge import pgsm_settings, refuse_pgsm_network
 from .sweep import GibbsSweeps
 
 __all__ = ["HyperState", "HyperSweeps", "HyperUnbiasedJob", "coupled_escobar_west", "coupled_random_walk",
@@ -194,13 +200,25 @@ class HyperSweeps:
     ``kernel_inputs(theta, log_alpha) -> (prior_params, pack)``, ``log_density(labels, theta,
     log_alpha) -> float`` (collapsed log joint, for the random-walk step) and
     ``params(theta, log_alpha) -> dict`` (values given to functions h). ``scale``: the random-walk
-    proposal's standard deviation on the unconstrained scale."""
+    proposal's standard deviation on the unconstrained scale. ``pgsm``: None, a number of PGSM
+    moves per iteration or a dict of settings (:func:`.split_merge.pgsm_settings`); the moves
+    follow each chain's Gibbs sweep, at that chain's prior parameters and pack. Refused for a
+    network likelihood."""
 
-    def __init__(self, model, coupling="ot", eps=0.0, scale=0.5):
+    def __init__(self, model, coupling="ot", eps=0.0, scale=0.5, pgsm=None):
         self.model, self.coupling, self.eps = model, coupling, eps
         self.scale = real("hyper_scale", scale, low=0.0, low_open=True, owner="HyperSweeps")
         self.n = model.n
         self._kernels = {}
+        settings = pgsm_settings(pgsm, self.n)
+        self.moves, self.pgsm = 0, None
+        if settings is not None:
+            first = self._gibbs(np.array(model.theta0, np.float64), model.log_alpha0)
+            refuse_pgsm_network(first.pack, "HyperSweeps")
+            self.moves = settings["moves"]
+            # one kernel for both chains: set_model gives it each chain's pack and prior parameters before its moves
+            self.pgsm = PGSMKernel(first.pack, first.prior_code, first.prior_params, settings["num_particles"],
+                                   settings["resample_threshold"], settings["num_anchors"], settings["annealed"])
 
     def _gibbs(self, theta, log_alpha):
         """The partition kernel at these hyperparameter values (the last few kept: a pair has two)."""
@@ -233,6 +251,22 @@ class HyperSweeps:
             state.chain = gibbs.start(state.chain.labels())
         state.gibbs, state.theta, state.log_alpha = gibbs, theta, log_alpha
 
+    def _pgsm_moves(self, state, moves) -> None:
+        """The PGSM moves on ``state``'s partition at its own hyperparameters, in place (the table
+        rebuilt only if a move changed the partition)."""
+        gibbs = state.gibbs
+        self.pgsm.set_model(gibbs.pack, gibbs.prior_params)
+        labels, changed = state.labels(), False
+        for r in moves:
+            labels, info = self.pgsm.move(labels, r)
+            changed = changed or info["move"] != "keep"
+        if changed:
+            state.chain = gibbs.start(labels)
+
+    def _pgsm_numbers(self, rng):
+        """The randomness of this iteration's PGSM moves, shared by both chains ([] without PGSM)."""
+        return [pgsm_random_numbers(rng, self.n, self.pgsm.num_anchors) for _ in range(self.moves)]
+
     def _hyper_steps(self, x, y, rng):
         m = self.model
         la_x, la_y = x.log_alpha, None if y is None else y.log_alpha
@@ -255,11 +289,17 @@ class HyperSweeps:
     def sweep(self, state: HyperState, randomness) -> None:
         r, rng = randomness
         state.gibbs.sweep(state.chain, r)
+        if self.moves:
+            self._pgsm_moves(state, self._pgsm_numbers(rng))
         self._hyper_steps(state, None, rng)
 
     def coupled_sweep(self, x: HyperState, y: HyperState, inter, randomness):
         r, rng = randomness
         x.gibbs.coupled_sweep(x.chain, y.chain, x.gibbs.intersections(x.chain, y.chain), r, other=y.gibbs)
+        if self.moves:
+            moves = self._pgsm_numbers(rng)
+            self._pgsm_moves(x, moves)
+            self._pgsm_moves(y, moves)
         self._hyper_steps(x, y, rng)
         return None  # (the tables may have been rebuilt: intersections are recomputed when needed)
 
@@ -311,14 +351,14 @@ class _LazyParams(Mapping):
 @dataclass
 class HyperUnbiasedJob(UnbiasedJob):
     """An :class:`.parallel.UnbiasedJob` whose chains also carry random hyperparameters
-    (:class:`HyperSweeps`); ``pack``/``prior_params`` are those at the model's initial point
-    (the initial law of the partition)."""
+    (:class:`HyperSweeps`, with the job's ``pgsm`` settings); ``pack``/``prior_params`` are those
+    at the model's initial point (the initial law of the partition)."""
 
     hyper_model: object = None
     hyper_scale: float = 0.5
 
     def kernel(self):
-        return HyperSweeps(self.hyper_model, self.coupling, self.eps, self.hyper_scale)
+        return HyperSweeps(self.hyper_model, self.coupling, self.eps, self.hyper_scale, self.pgsm)
 
     def warm_up(self):
         try:

@@ -198,9 +198,10 @@ def sample_unbiased(model=None, h=None, n_pairs: int | None = 100, coupling: str
     model : pm.Model, optional
         A model with one ``pmp.Partition``; its other free variables (hyperparameters: alpha,
         discount, the likelihoods' parameters, their hyperpriors) must be continuous. They are
-        updated in each iteration after the partition's sweep, by the coupled Escobar-West step
-        for a scalar Gamma-prior CRP alpha, and otherwise by one coupled random-walk Metropolis
-        step on their unconstrained values (:mod:`pymc_partitions.coupling.hyper`); both chains
+        updated in each iteration after the partition's sweep (and its PGSM moves, with ``pgsm``),
+        by the coupled Escobar-West step for a scalar Gamma-prior CRP alpha, and otherwise by one
+        coupled random-walk Metropolis step on their unconstrained values
+        (:mod:`pymc_partitions.coupling.hyper`); both chains
         start them at the model's initial point. A pair meets when the partitions and all
         hyperparameters are equal.
     h : callable or dict of str -> callable, optional
@@ -262,8 +263,11 @@ def sample_unbiased(model=None, h=None, n_pairs: int | None = 100, coupling: str
         ``num_particles`` (20), ``resample_threshold`` (0.5), ``num_anchors`` (2), ``annealed``
         (True); anchors are uniform (informed proposals adapt per chain and cannot be coupled).
         Both chains' moves use the same random numbers
-        (:class:`pymc_partitions.coupling.split_merge.GibbsPGSM`). An iteration then costs more;
-        compare meeting times in seconds, not iterations.
+        (:class:`pymc_partitions.coupling.split_merge.GibbsPGSM`). With random hyperparameters
+        the moves follow each chain's Gibbs sweep at that chain's own hyperparameters, before
+        the hyperparameter steps (:class:`pymc_partitions.coupling.hyper.HyperSweeps`). Refused
+        for the network likelihood. An iteration then costs more; compare meeting times in
+        seconds, not iterations.
     retries : int
         How many times a pair whose worker process died (or whose executor task failed for a
         reason other than the pair's own error) is run again before it is reported
@@ -336,9 +340,6 @@ def sample_unbiased(model=None, h=None, n_pairs: int | None = 100, coupling: str
     hyper_rvs = free_hyperparameters(model, rv)
     terms = PartitionTerms(model, rv)
     pgsm = pgsm_settings(pgsm, terms.n)
-    if pgsm is not None and hyper_rvs:
-        raise ValueError(f"{owner}: pgsm is not yet coupled with random hyperparameters "
-                         f"({[v.name for v in hyper_rvs]}): leave pgsm=None or fix them")
     prior_params, pack = terms.kernel_inputs(model.initial_point())
     if pgsm is not None:
         refuse_pgsm_network(pack, owner)  # (before any work)
