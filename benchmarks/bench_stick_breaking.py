@@ -151,69 +151,45 @@ def ours(name, y, points, draws, tune, chains, seed, step_kwargs=None):
             a = alphas[c, d]
             comp = np.exp(log_f(name, points[:, None], mus[c, d, None, :K], sigmas[c, d, None, :K]))  # (points, K)
             density[c, d] = (comp @ sizes + a * g0) / (n + a)
+    share = np.stack([np.bincount(row, minlength=n).max(axis=-1) for row in labels.reshape(-1, n)])
+    share = share.reshape(k.shape) / n
     extra = time.process_time() - start
-    return dict(cpu=cpu, wall=wall, k=k, density=density, extra=extra, alpha=alphas)
+    joint = log_joint(model, post, k.shape, k)
+    return dict(cpu=cpu, wall=wall, k=k, density=density, extra=extra, alpha=alphas, share=share, joint=joint)
 
 
-def stick_breaking(name, y, points, draws, tune, chains, seed, T=TRUNCATION):
-    import pymc as pm
+def log_joint(model, post, shape, k, slots=("mu", "sigma")):
+    """The log joint density of the partition, alpha, the occupied slots and the data at every draw (no
+    Jacobian; the unused slots, fresh base-measure draws each draw, are left out: they are noise)."""
+    import pytensor
     import pytensor.tensor as pt
 
-    n = len(y)
+    terms = model.logp(jacobian=False, sum=False)
+    names = [rv.name for rv in model.basic_RVs]
+    fn = pytensor.function(model.value_vars, terms, on_unused_input="ignore")
 
-    def weights(beta):  # the gallery's stick_breaking, with the last weight closing the stick
-        remaining = pt.concatenate([[1.0], pt.extra_ops.cumprod(1.0 - beta)])
-        return pt.concatenate([beta, [1.0]]) * remaining
+    def logp(point, K):
+        total = 0.0
+        for name, t in zip(names, fn(**point)):
+            total += float(np.sum(t[:K]) if name in slots else np.sum(t))
+        return total
 
-    with pm.Model(coords={"component": np.arange(T), "stick": np.arange(T - 1)}) as model:
-        alpha = pm.Gamma("alpha", 1.0, 1.0)
-        beta = pm.Beta("beta", 1.0, alpha, dims="stick")
-        w = pm.Deterministic("w", weights(beta), dims="component")
-        if name == "galaxies":
-            mu = pm.Normal("mu", 0.0, MU_SD, dims="component")
-            sigma = pm.HalfNormal("sigma", SIGMA_SD, dims="component")
-            pm.Mixture("y", w, pm.StudentT.dist(nu=NU, mu=mu, sigma=sigma), observed=y)
-        else:
-            mu = pm.Normal("mu", 0.0, MU_SD, shape=(T, 2))
-            sigma = pm.HalfNormal("sigma", SIGMA_SD, shape=(T, 2))
-            comp = pm.logp(pm.Normal.dist(mu[None], sigma[None]), y[:, None, :]).sum(-1)  # (n, T)
-            pm.Potential("y", pm.math.logsumexp(pt.log(w)[None] + comp, axis=1).sum())
-
-    def run(d, t, c):
-        with model:
-            return pm.sample(draws=d, tune=t, chains=c, cores=1, random_seed=seed, progressbar=False,
-                             compute_convergence_checks=False)
-
-    run(5, 5, 1)  # warm-up: PyTensor compilation
-    idata, cpu, wall = timed(lambda: run(draws, tune, chains))
-    start = time.process_time()
-    post = posterior(idata)
-    w_, mu_, sigma_ = post["w"].values, post["mu"].values, post["sigma"].values  # (c, d, T[, 2])
-    rng = np.random.default_rng(seed)
-    C, D = w_.shape[:2]
-    k = np.empty((C, D), np.int64)
-    density = np.empty((C, D, len(points)))
-    for c in range(C):
-        for d in range(D):
-            lw = np.log(np.maximum(w_[c, d], 1e-300))
-            if name == "galaxies":
-                ll = log_f(name, y[:, None], mu_[c, d][None], sigma_[c, d][None])  # (n, T)
-                dens = np.exp(log_f(name, points[:, None], mu_[c, d][None], sigma_[c, d][None]))
-            else:
-                ll = log_f(name, y[:, None, :], mu_[c, d][None], sigma_[c, d][None])
-                dens = np.exp(log_f(name, points[:, None, :], mu_[c, d][None], sigma_[c, d][None]))
-            logits = lw[None] + ll
-            prob = np.exp(logits - logits.max(axis=1, keepdims=True))
-            prob /= prob.sum(axis=1, keepdims=True)
-            comp = (rng.random((n, 1)) > np.cumsum(prob, axis=1)).sum(axis=1)
-            k[c, d] = np.unique(comp).size
-            density[c, d] = dens @ w_[c, d]
-    extra = time.process_time() - start
-    stats = posterior(idata, "sample_stats")
-    divergences = int(np.asarray(stats["diverging"].values).sum())
-    tail = float(np.mean(w_[..., -1]))
-    return dict(cpu=cpu, wall=wall, k=k, density=density, extra=extra, alpha=post["alpha"].values,
-                divergences=divergences, tail=tail)
+    forward = {}
+    for rv in model.free_RVs:
+        tr = model.rvs_to_transforms.get(rv)
+        if tr is not None:  # the value scale from the recorded (constrained) draws; these models' transforms are fixed
+            x = pt.tensor(dtype=rv.dtype, shape=(None,) * rv.ndim)
+            forward[rv.name] = pytensor.function([x], tr.forward(x, *rv.owner.inputs), on_unused_input="ignore")
+    joint = np.empty(shape)
+    for c in range(shape[0]):
+        for d in range(shape[1]):
+            K = k[c, d]
+            point = {}
+            for rv in model.free_RVs:
+                x = np.asarray(post[rv.name].values[c, d])
+                point[model.rvs_to_values[rv].name] = forward[rv.name](x) if rv.name in forward else x
+            joint[c, d] = logp(point, K)
+    return joint
 
 
 def quantities(res):
@@ -260,7 +236,19 @@ def step_kwargs(config):
     """None for 'default' (pm.sample assigns the steps), else NonConjugateGibbs keywords from 'a=1:b=2'."""
     if config == "default":
         return None
-    return {k: (float(v) if k == "scale" else int(v)) for k, v in (item.split("=") for item in config.split(":"))}
+    return {k: _parse(v) for k, v in (item.split("=") for item in config.split(":"))}
+
+
+def _parse(text):
+    """A keyword value from the command line: True/False, an integer, a float, else the string."""
+    if text in ("True", "False"):
+        return text == "True"
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
 
 
 def main(argv=None):
