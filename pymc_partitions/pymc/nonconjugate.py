@@ -27,10 +27,13 @@ One draw of :class:`NonConjugateGibbs`, each part leaving that joint law invaria
    afresh from G0 (their exact conditional).
 2b. Optional split-merge proposals (``split_merge``, :mod:`pymc_partitions.samplers.slot_split_merge`):
    reversible-jump moves on (partition, occupied slots); the free slots stay the fresh draws of 2.
-3. Occupied slots: a random-walk Metropolis proposal for every occupied slot at once on the value
-   (unconstrained) scale, accepted per slot with the ratio of G0 (with its Jacobian) times the
+3. Occupied slots (``slot_update``): a random-walk Metropolis proposal for every occupied slot at once on
+   the value (unconstrained) scale, accepted per slot with the ratio of G0 (with its Jacobian) times the
    likelihood of the slot's items: given the labels the target factorises over slots, so the
-   per-slot decisions form one exact kernel. Its step size adapts during tuning only.
+   per-slot decisions form one exact kernel. Its step size adapts during tuning only. Or slice
+   sampling of every cluster's parameters coordinate by coordinate, the clusters side by side
+   (:mod:`pymc_partitions.samplers.slot_slice`); each evaluation is one call of the compiled log
+   density of every slot given the labels.
 
 The item log-likelihoods come from the user's graph compiled once: ``model.logp(vars=likelihoods,
 sum=False)`` as a function of the value variables. The likelihood of every item under slot k is that
@@ -396,9 +399,9 @@ class NonConjugateGibbs(ChainSetupMixin, BlockedStep):
     A blocked step over the partition and its slot variables: labels by Algorithm 8 with ``m``
     auxiliary parameters, then canonical relabelling with the slots, fresh base-measure draws for
     the unused slots, ``split_merge`` split-merge proposals on the labels and occupied slots together
-    (:mod:`~pymc_partitions.samplers.slot_split_merge`), and ``slot_steps`` random-walk Metropolis
-    updates of all occupied slots at once (one acceptance per slot; step size adapted during tuning
-    only). Exact for any prior of the package (CRP, Pitman-Yor, FiniteDirichlet). ``pm.sample`` assigns it automatically; the other
+    (:mod:`~pymc_partitions.samplers.slot_split_merge`), and ``slot_steps`` updates of all occupied
+    slots given the labels (``slot_update``: random-walk Metropolis, one acceptance per slot, or
+    per-cluster slice sampling; tuned during tuning only). Exact for any prior of the package (CRP, Pitman-Yor, FiniteDirichlet). ``pm.sample`` assigns it automatically; the other
     free variables (e.g. a shared ``nu``, ``alpha``) get their usual steps.
 
     Parameters
@@ -409,9 +412,21 @@ class NonConjugateGibbs(ChainSetupMixin, BlockedStep):
         Auxiliary parameters offered to each item (at most ``MAX_AUXILIARIES``, 1000: each costs
         an evaluation of the log-likelihood of every item and n floats per sweep).
     slot_steps : int, default 2
-        Metropolis updates of the occupied slots per draw.
+        Updates of the occupied slots per draw (Metropolis steps, or slice sweeps over every coordinate).
     scale : float, default 0.5
         Initial random-walk step (value scale).
+    slot_update : {"metropolis", "slice"}, default "metropolis"
+        How the occupied slots are updated given the labels: ``"metropolis"``, one random-walk proposal for
+        every slot at once on the value (unconstrained) scale, accepted per slot, its step adapted during
+        tuning to an acceptance of 0.3; ``"slice"``, Neal's (2003) slice sampler (stepping out, shrinkage)
+        coordinate by coordinate, every cluster's sampler run side by side
+        (:mod:`~pymc_partitions.samplers.slot_slice`), its initial interval ``width / sqrt(cluster size)``
+        per coordinate, the widths following twice the distance moved during tuning. Slice mixes the
+        parameters of large clusters faster per draw but costs several evaluations per coordinate; measured
+        per effective sample per CPU second in ``docs/nonconjugate.md``.
+    size_scaled : bool, default False
+        ``"metropolis"`` only: cluster b's step is ``scale / sqrt(n_b)`` (a cluster's posterior spread
+        shrinks like that).
     split_merge : int, default 0
         Split-merge proposals per draw (0: none). Off by default: measured, one per draw pays on
         galaxies with Student-t clusters (1.5-3x effective samples per CPU second) but costs more
@@ -420,8 +435,9 @@ class NonConjugateGibbs(ChainSetupMixin, BlockedStep):
         per coordinate starts at the base measure's spread and, during tuning only, follows the
         mean spread of the occupied slots.
 
-    Sampler statistics: ``n_clusters``, ``slot_accept`` (mean acceptance of the slot updates),
-    ``slot_scale``, ``opened`` (blocks opened by the label sweep), ``splits`` and ``merges``
+    Sampler statistics: ``n_clusters``, ``slot_accept`` (mean acceptance of the Metropolis slot updates; for
+    ``"slice"``, the mean number of log-density evaluations per coordinate and sweep), ``slot_scale`` (the
+    random-walk step, or the mean slice width for a cluster of one item), ``opened`` (blocks opened by the label sweep), ``splits`` and ``merges``
     (accepted split-merge proposals).
 
     Examples
