@@ -56,30 +56,36 @@ def drive(model, draws, seed, burn=300, **kwargs):
     return labels, mean0
 
 
-@pytest.mark.parametrize("prior_name, split_merge", [("crp", 0), ("finite_dirichlet", 0), ("pitman_yor", 0),
-                                                     ("crp", 3), ("finite_dirichlet", 3)])
-def test_step_matches_enumeration(prior_name, split_merge):
+@pytest.mark.parametrize("prior_name, split_merge, slot_update, size_scaled", [
+    ("crp", 0, "metropolis", False), ("finite_dirichlet", 0, "metropolis", False), ("pitman_yor", 0, "metropolis", False),
+    ("crp", 3, "metropolis", False), ("finite_dirichlet", 3, "metropolis", False), ("crp", 0, "slice", False),
+    ("pitman_yor", 0, "slice", False), ("finite_dirichlet", 3, "slice", False), ("crp", 0, "metropolis", True)])
+def test_step_matches_enumeration(prior_name, split_merge, slot_update, size_scaled):
     """TV at the iid floor (effective draws) against the collapsed NormalNormal's exact posterior;
     with power against the posterior of a base measure three times wider. With and without the
     split-merge proposals (samplers/slot_split_merge.py; alone on the labels in
-    tests/test_slot_split_merge.py)."""
+    tests/test_slot_split_merge.py), with either update of the occupied slots (per-cluster slice sampling,
+    samplers/slot_slice.py, alone in tests/test_slot_slice.py; random-walk Metropolis, its step scaled by the
+    cluster's size or not)."""
     prior = PRIORS[prior_name]
     parts, p = exact(prior)
     _, wrong = exact(prior, sigma0=3 * SIGMA0)
-    samples, _ = drive(normal_model(prior), 4000, seed=2, split_merge=split_merge)
+    samples, _ = drive(normal_model(prior), 4000, seed=2, split_merge=split_merge, slot_update=slot_update,
+                       size_scaled=size_scaled)
     k = samples.max(axis=1).astype(float)
     together = (samples[:, 0] == samples[:, 1]).astype(float)
     tv, tol = check_against(parts, p, samples, [k, together], wrong=wrong)
     assert tv < tol
 
 
-def test_step_cluster_mean_matches_exact_law_and_wrong_base_is_detected():
+@pytest.mark.parametrize("slot_update", ["slice", "metropolis"])
+def test_step_cluster_mean_matches_exact_law_and_wrong_base_is_detected(slot_update):
     """KS of the mean of item 0's cluster against its exact law (a mixture over partitions of
-    conjugate posteriors); the same step on a model with a wrong base measure fails the partition
-    check at the same number of draws (power)."""
+    conjugate posteriors), for either update of the occupied slots; the same step on a model with a
+    wrong base measure fails the partition check at the same number of draws (power)."""
     prior = PRIORS["crp"]
     parts, p = exact(prior)
-    samples, mean0 = drive(normal_model(prior), 3000, seed=4)
+    samples, mean0 = drive(normal_model(prior), 3000, seed=4, slot_update=slot_update)
     comps = []
     for part, w in zip(parts, p):
         b = part == part[0]
@@ -88,7 +94,7 @@ def test_step_cluster_mean_matches_exact_law_and_wrong_base_is_detected():
     cdf = lambda x: sum(w * stats.norm.cdf(x, m, s) for w, m, s in comps)  # noqa: E731
     thin = max(1, int(np.ceil(len(mean0) / ess(mean0))))
     assert stats.kstest(mean0[::thin], cdf).pvalue > 1e-3
-    wrong_samples, _ = drive(normal_model(prior, sigma0=3 * SIGMA0), 3000, seed=4)
+    wrong_samples, _ = drive(normal_model(prior, sigma0=3 * SIGMA0), 3000, seed=4, slot_update=slot_update)
     k = wrong_samples.max(axis=1).astype(float)
     n_eff = min(len(k), ess(k))
     assert total_variation(frequencies(parts, wrong_samples), p) > tv_tolerance(p, n_eff, 2.0)
@@ -141,7 +147,9 @@ def test_step_arguments_are_checked():
                          ({"scale": 0.0}, "scale"), ({"scale": np.inf}, "scale"), ({"scale": "a"}, "scale"),
                          ({"split_merge": -1}, "split_merge"), ({"split_merge": 2.5}, "split_merge"),
                          ({"split_merge": True}, "split_merge"), ({"split_merge": 10**9}, "split_merge"),
-                         ({"split_merge": "3"}, "split_merge")]:
+                         ({"split_merge": "3"}, "split_merge"), ({"slot_update": "nuts"}, "slot_update"),
+                         ({"slot_update": None}, "slot_update"), ({"slot_update": "Slice"}, "slot_update"),
+                         ({"size_scaled": 1}, "size_scaled"), ({"size_scaled": "yes"}, "size_scaled")]:
         with pytest.raises((ValueError, TypeError), match=word):
             pmp.NonConjugateGibbs([z], model=model, **kwargs)
     with pytest.raises(ValueError, match="one partition"):
@@ -326,7 +334,8 @@ def test_arithmetic_on_the_partition_index_is_still_refused():
              r"'y' casts the partition 'z' to int8, which cannot hold its labels up to 129")
 
 
-def test_a_base_measure_with_slot_by_slot_dependence_matches_the_niw_enumeration():
+@pytest.mark.parametrize("slot_update", ["slice", "metropolis"])
+def test_a_base_measure_with_slot_by_slot_dependence_matches_the_niw_enumeration(slot_update):
     """sigma2_j ~ InvGamma(nu0/2, scale0/2), mu_j | sigma2_j ~ N(mu0, sigma2_j / kappa0) and
     y ~ N(mu[z], sqrt(sigma2[z])): the slots' parameters depend on another slot variable slot by slot,
     which is the 1-D Normal-inverse-Wishart model; the step matches its exact partition posterior (TV at
@@ -345,7 +354,7 @@ def test_a_base_measure_with_slot_by_slot_dependence_matches_the_niw_enumeration
         pm.Normal("y", mu=mu[z], sigma=pt.sqrt(sigma2[z]), observed=Y)
     parts, p = niw_exact(kappa0)
     _, wrong = niw_exact(kappa0 / 9)
-    samples, _ = drive(model, 4000, seed=3)
+    samples, _ = drive(model, 4000, seed=3, slot_update=slot_update)
     k = samples.max(axis=1).astype(float)
     together = (samples[:, 0] == samples[:, 1]).astype(float)
     tv, tol = check_against(parts, p, samples, [k, together], wrong=wrong)

@@ -27,10 +27,13 @@ One draw of :class:`NonConjugateGibbs`, each part leaving that joint law invaria
    afresh from G0 (their exact conditional).
 2b. Optional split-merge proposals (``split_merge``, :mod:`pymc_partitions.samplers.slot_split_merge`):
    reversible-jump moves on (partition, occupied slots); the free slots stay the fresh draws of 2.
-3. Occupied slots: a random-walk Metropolis proposal for every occupied slot at once on the value
-   (unconstrained) scale, accepted per slot with the ratio of G0 (with its Jacobian) times the
+3. Occupied slots (``slot_update``): a random-walk Metropolis proposal for every occupied slot at once on
+   the value (unconstrained) scale, accepted per slot with the ratio of G0 (with its Jacobian) times the
    likelihood of the slot's items: given the labels the target factorises over slots, so the
-   per-slot decisions form one exact kernel. Its step size adapts during tuning only.
+   per-slot decisions form one exact kernel. Its step size adapts during tuning only. Or slice
+   sampling of every cluster's parameters coordinate by coordinate, the clusters side by side
+   (:mod:`pymc_partitions.samplers.slot_slice`); each evaluation is one call of the compiled log
+   density of every slot given the labels.
 
 The item log-likelihoods come from the user's graph compiled once: ``model.logp(vars=likelihoods,
 sum=False)`` as a function of the value variables. The likelihood of every item under slot k is that
@@ -45,6 +48,7 @@ import math
 import numpy as np
 import pymc as pm
 import pytensor
+import pytensor.tensor as pt
 from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.graph.replace import clone_replace
 from pytensor.tensor.random.type import RandomGeneratorType
@@ -55,6 +59,7 @@ from pytensor.tensor.elemwise import Elemwise
 from .. import _checks
 from ..partition import canonicalize
 from ..samplers.algorithm8 import algorithm8_sweep
+from ..samplers.slot_slice import slice_sweep, tuned_width
 from ..samplers.slot_split_merge import slot_split_merge
 from .compat import BlockedStep, ChainSetupMixin, Competence, ancestors
 from .distributions import CollapsedLikelihoodRV, constant_value, is_partition
@@ -70,6 +75,9 @@ MAX_AUXILIARIES = 1000
 #: evaluations of the log-likelihood of every item).
 SPLIT_MERGE_MOVES = 0
 MAX_SPLIT_MERGE_MOVES = 10_000
+#: How the occupied slots are updated given the labels (``slot_update``).
+SLOT_UPDATES = ("slice", "metropolis")
+SLOT_UPDATE = "metropolis"
 
 _INDEX_OPS = tuple(getattr(_subtensor, name) for name in ("AdvancedSubtensor", "AdvancedSubtensor1")
                    if hasattr(_subtensor, name))
@@ -291,6 +299,11 @@ class NonConjugateModel:
         for t in model.logp(vars=self.slot_rvs, sum=False, jacobian=True):
             base = base + (t.sum(axis=tuple(range(1, t.ndim))) if t.ndim > 1 else t)
         self._base_logp = pm.pytensorf.compile(self.value_vars, base, on_unused_input="ignore")
+        # each slot's log density given the labels (base measure + its items' log-likelihoods): one call per
+        # evaluation of the slot updates
+        labels = model.rvs_to_values[rv]
+        cluster = pt.inc_subtensor(pt.zeros(S)[labels], item) + base
+        self._cluster_logp = pm.pytensorf.compile(self.value_vars, cluster, on_unused_input="ignore")
         self._check_base_iid(model)
         # fresh draws of every slot from the base measure, given the other variables' values, on the value scale
         slot_set = set(self.slot_rvs)
@@ -369,6 +382,11 @@ class NonConjugateModel:
         """(S,) log density of each slot under the base measure (value scale, with Jacobian)."""
         return np.asarray(self._base_logp(*self._with(values, None, slots)), dtype=np.float64)
 
+    def cluster_logp(self, values, labels, slots):
+        """(S,) log density of each slot given the labels: base measure (value scale, with Jacobian) plus the
+        log-likelihoods of the items labelled with it."""
+        return np.asarray(self._cluster_logp(*self._with(values, labels, slots)), dtype=np.float64)
+
     def draw(self, values):
         """Fresh values of all slots from the base measure (value scale)."""
         return [np.asarray(d) for d in self._draw(*values)]
@@ -381,9 +399,9 @@ class NonConjugateGibbs(ChainSetupMixin, BlockedStep):
     A blocked step over the partition and its slot variables: labels by Algorithm 8 with ``m``
     auxiliary parameters, then canonical relabelling with the slots, fresh base-measure draws for
     the unused slots, ``split_merge`` split-merge proposals on the labels and occupied slots together
-    (:mod:`~pymc_partitions.samplers.slot_split_merge`), and ``slot_steps`` random-walk Metropolis
-    updates of all occupied slots at once (one acceptance per slot; step size adapted during tuning
-    only). Exact for any prior of the package (CRP, Pitman-Yor, FiniteDirichlet). ``pm.sample`` assigns it automatically; the other
+    (:mod:`~pymc_partitions.samplers.slot_split_merge`), and ``slot_steps`` updates of all occupied
+    slots given the labels (``slot_update``: random-walk Metropolis, one acceptance per slot, or
+    per-cluster slice sampling; tuned during tuning only). Exact for any prior of the package (CRP, Pitman-Yor, FiniteDirichlet). ``pm.sample`` assigns it automatically; the other
     free variables (e.g. a shared ``nu``, ``alpha``) get their usual steps.
 
     Parameters
@@ -394,9 +412,21 @@ class NonConjugateGibbs(ChainSetupMixin, BlockedStep):
         Auxiliary parameters offered to each item (at most ``MAX_AUXILIARIES``, 1000: each costs
         an evaluation of the log-likelihood of every item and n floats per sweep).
     slot_steps : int, default 2
-        Metropolis updates of the occupied slots per draw.
+        Updates of the occupied slots per draw (Metropolis steps, or slice sweeps over every coordinate).
     scale : float, default 0.5
         Initial random-walk step (value scale).
+    slot_update : {"metropolis", "slice"}, default "metropolis"
+        How the occupied slots are updated given the labels: ``"metropolis"``, one random-walk proposal for
+        every slot at once on the value (unconstrained) scale, accepted per slot, its step adapted during
+        tuning to an acceptance of 0.3; ``"slice"``, Neal's (2003) slice sampler (stepping out, shrinkage)
+        coordinate by coordinate, every cluster's sampler run side by side
+        (:mod:`~pymc_partitions.samplers.slot_slice`), its initial interval ``width / sqrt(cluster size)``
+        per coordinate, the widths following twice the distance moved during tuning. Slice mixes the
+        parameters of large clusters faster per draw but costs several evaluations per coordinate; measured
+        per effective sample per CPU second in ``docs/nonconjugate.md``.
+    size_scaled : bool, default False
+        ``"metropolis"`` only: cluster b's step is ``scale / sqrt(n_b)`` (a cluster's posterior spread
+        shrinks like that).
     split_merge : int, default 0
         Split-merge proposals per draw (0: none). Off by default: measured, one per draw pays on
         galaxies with Student-t clusters (1.5-3x effective samples per CPU second) but costs more
@@ -405,8 +435,9 @@ class NonConjugateGibbs(ChainSetupMixin, BlockedStep):
         per coordinate starts at the base measure's spread and, during tuning only, follows the
         mean spread of the occupied slots.
 
-    Sampler statistics: ``n_clusters``, ``slot_accept`` (mean acceptance of the slot updates),
-    ``slot_scale``, ``opened`` (blocks opened by the label sweep), ``splits`` and ``merges``
+    Sampler statistics: ``n_clusters``, ``slot_accept`` (mean acceptance of the Metropolis slot updates; for
+    ``"slice"``, the mean number of log-density evaluations per coordinate and sweep), ``slot_scale`` (the
+    random-walk step, or the mean slice width for a cluster of one item), ``opened`` (blocks opened by the label sweep), ``splits`` and ``merges``
     (accepted split-merge proposals).
 
     Examples
@@ -427,8 +458,8 @@ class NonConjugateGibbs(ChainSetupMixin, BlockedStep):
                            "slot_scale": (np.float64, []), "opened": (np.int64, []), "splits": (np.int64, []),
                            "merges": (np.int64, [])}
 
-    def __init__(self, vars=None, model=None, m=3, slot_steps=2, scale=0.5, split_merge=SPLIT_MERGE_MOVES, rng=None,
-                 blocked=None, **kwargs):
+    def __init__(self, vars=None, model=None, m=3, slot_steps=2, scale=0.5, split_merge=SPLIT_MERGE_MOVES,
+                 slot_update=SLOT_UPDATE, size_scaled=False, rng=None, blocked=None, **kwargs):
         model = pm.modelcontext(model)
         if vars is None:
             vars = [v for v in model.free_RVs if is_partition(v)]
@@ -439,6 +470,8 @@ class NonConjugateGibbs(ChainSetupMixin, BlockedStep):
             raise ValueError(f"NonConjugateGibbs updates one partition per step, got {len(parts)} among {vars}")
         self.m = _checks.integer("m", m, low=1, high=MAX_AUXILIARIES, owner="NonConjugateGibbs")
         self.slot_steps = _checks.integer("slot_steps", slot_steps, low=0, owner="NonConjugateGibbs")
+        self.slot_update = _checks.choice("slot_update", slot_update, SLOT_UPDATES, owner="NonConjugateGibbs")
+        self.size_scaled = _checks.boolean("size_scaled", size_scaled, owner="NonConjugateGibbs")
         self.split_merge = _checks.integer("split_merge", split_merge, low=0, high=MAX_SPLIT_MERGE_MOVES,
                                            owner="NonConjugateGibbs")
         if not (isinstance(scale, (int, float, np.floating, np.integer)) and not isinstance(scale, bool)
@@ -461,6 +494,7 @@ class NonConjugateGibbs(ChainSetupMixin, BlockedStep):
         self._adapt_t = 0
         self.nc.reseed(self.rng)
         self.split_scale = None  # per coordinate; set from the base measure at the first draw
+        self.slice_width = None  # per coordinate, likewise
         self._spread_sum, self._spread_count = 0.0, 0
 
     def stop_tuning(self):
@@ -545,46 +579,93 @@ class NonConjugateGibbs(ChainSetupMixin, BlockedStep):
         splits = merges = 0
         if self.split_merge:
             labels, slots, item_ll, K, splits, merges = self._split_merge(values, labels, slots, item_ll, K)
-        # 3. occupied slots: vectorised random-walk Metropolis, one decision per slot
+        # 3. occupied slots given the labels: per-cluster slice sampling or vectorised random-walk Metropolis
+        if self.slot_update == "slice":
+            slots, rate = self._slice_slots(values, labels, slots, K)
+        else:
+            slots, rate = self._metropolis_slots(values, labels, slots, K)
+        out = dict(point)
+        out[self.terms.value_name] = labels
+        for name, s in zip(nc.slot_names, slots):
+            out[name] = s.astype(point[name].dtype, copy=False)
+        return out, [{"n_clusters": K, "slot_accept": rate, "slot_scale": self._scale_stat(), "opened": opened[0],
+                      "splits": splits, "merges": merges}]
+
+    def _scale_stat(self):
+        """The ``slot_scale`` statistic: the random-walk step, or the mean slice width (for a cluster of one item)."""
+        if self.slot_update == "slice":
+            return float(np.mean(self.slice_width)) if self.slice_width is not None else float("nan")
+        return self.scale
+
+    def _metropolis_slots(self, values, labels, slots, K):
+        """``slot_steps`` random-walk Metropolis updates of every occupied slot at once, one decision per slot
+        (the step of cluster b is ``scale / sqrt(n_b)`` when ``size_scaled``); returns (slots, acceptance)."""
+        nc = self.nc
         accept = []
-        base = nc.base_logp(values, slots)[:K]
+        labels = labels.astype(self.terms.dtype, copy=False)
+        current = nc.cluster_logp(values, labels, slots)[:K]
+        step = self.scale
+        if self.size_scaled:
+            step = self.scale / np.sqrt(np.bincount(labels, minlength=K)[:K].astype(np.float64))
         for _ in range(self.slot_steps):
             prop = [s.copy() for s in slots]
             for p in prop:
-                p[:K] = p[:K] + self.scale * self.rng.standard_normal(p[:K].shape)
-            ll_new = nc.item_loglik(values, labels, prop)
-            base_new = nc.base_logp(values, prop)[:K]
-            delta = (base_new - base + np.bincount(labels, ll_new, minlength=K)
-                     - np.bincount(labels, item_ll, minlength=K))
-            delta = np.where(np.isnan(delta), -np.inf, delta)
+                noise = self.rng.standard_normal(p[:K].shape)
+                p[:K] = p[:K] + (step.reshape((K,) + (1,) * (p.ndim - 1)) if self.size_scaled else step) * noise
+            new = nc.cluster_logp(values, labels, prop)[:K]
+            delta = np.where(np.isnan(new), -np.inf, new - current)
             ok = np.log(self.rng.random(K)) < delta
             for s, p in zip(slots, prop):
                 s[:K][ok] = p[:K][ok]
-            base = np.where(ok, base_new, base)
-            item_ll = np.where(ok[labels], ll_new, item_ll)
+            current = np.where(ok, new, current)
             accept.append(ok.mean())
         rate = float(np.mean(accept)) if accept else float("nan")
         if self.tuning and accept:
             self._adapt_t += 1
             self.scale *= math.exp((rate - 0.3) / math.sqrt(self._adapt_t))
-        out = dict(point)
-        out[self.terms.value_name] = labels
-        for name, s in zip(nc.slot_names, slots):
-            out[name] = s.astype(point[name].dtype, copy=False)
-        return out, [{"n_clusters": K, "slot_accept": rate, "slot_scale": self.scale, "opened": opened[0],
-                      "splits": splits, "merges": merges}]
+        return slots, rate
+
+    def _slice_slots(self, values, labels, slots, K):
+        """``slot_steps`` sweeps of :func:`~pymc_partitions.samplers.slot_slice.slice_sweep` over every coordinate
+        of the occupied slots (cluster b's log density: G0 with its Jacobian plus its items' log-likelihoods);
+        returns (slots, mean evaluations per coordinate and sweep, reported as ``slot_accept``)."""
+        nc, S, dtype = self.nc, self.nc.n_slots, self.terms.dtype
+        flat, unflatten = _flattener(slots)
+        theta = flat(slots)
+        if self.slice_width is None:  # the base measure's spread per coordinate until tuning measures the moves
+            spread = theta[K:].std(axis=0) if S - K >= 2 else np.zeros(theta.shape[1])
+            self.slice_width = np.where(np.isfinite(spread) & (spread > 0), spread, 1.0)
+        sizes = np.bincount(labels, minlength=K)[:K]
+        full = theta.copy()
+
+        labels = labels.astype(dtype, copy=False)
+
+        def logp(rows):
+            full[:K] = rows
+            return nc.cluster_logp(values, labels, unflatten(full))[:K]
+
+        rows, current = theta[:K], logp(theta[:K])
+        evaluations, sweeps = 0, 0
+        for _ in range(self.slot_steps):
+            rows, current, used, moved = slice_sweep(rows, current, logp, self.slice_width, sizes, self.rng)
+            evaluations += used
+            sweeps += 1
+            if self.tuning:
+                self._adapt_t += 1
+                self.slice_width = tuned_width(self.slice_width, moved, self._adapt_t)
+        theta[:K] = rows
+        fresh = [s.copy() for s in slots]
+        for f, s in zip(fresh, unflatten(theta)):
+            f[:K] = s[:K]
+        rate = evaluations / (sweeps * theta.shape[1]) if sweeps else float("nan")
+        return fresh, float(rate)
 
     def _split_merge(self, values, labels, slots, item_ll, K):
         """``split_merge`` moves of :mod:`~pymc_partitions.samplers.slot_split_merge` on the canonical
         labels and occupied slots (flattened to one row of d numbers per slot); the free slots after
         them are the fresh base-measure draws ``slots`` already holds beyond K."""
         nc, S, dtype = self.nc, self.nc.n_slots, self.terms.dtype
-        shapes = [(s.shape, s.dtype) for s in slots]
-        widths = np.cumsum([0] + [int(np.prod(sh[1:], dtype=np.int64)) for sh, _ in shapes])
-
-        def unflatten(theta):
-            return [theta[:, a:b].reshape(sh).astype(dt, copy=False)
-                    for a, b, (sh, dt) in zip(widths[:-1], widths[1:], shapes)]
+        flat, unflatten = _flattener(slots)
 
         def loglik(lab, theta):
             return nc.item_loglik(values, lab.astype(dtype), unflatten(theta))
@@ -592,7 +673,7 @@ class NonConjugateGibbs(ChainSetupMixin, BlockedStep):
         def base_logp(theta):
             return nc.base_logp(values, unflatten(theta))
 
-        theta = np.concatenate([s.reshape(S, -1).astype(np.float64) for s in slots], axis=1)
+        theta = flat(slots)
         if self.split_scale is None:  # the base measure's spread per coordinate, until tuning measures the blocks'
             spread = theta[K:].std(axis=0) if S - K >= 2 else np.zeros(theta.shape[1])
             self.split_scale = np.where(np.isfinite(spread) & (spread > 0), spread, 1.0)
@@ -611,6 +692,23 @@ class NonConjugateGibbs(ChainSetupMixin, BlockedStep):
         for f, s in zip(fresh, unflatten(theta)):
             f[:K] = s[:K]
         return new.astype(dtype), fresh, item_ll, K, splits, merges
+
+
+def _flattener(slots):
+    """(flat, unflatten) for a list of slot arrays (S, ...): flat gives (S, d) floats, one row of d numbers per
+    slot; unflatten maps such a table back to arrays of the slots' shapes and dtypes."""
+    shapes = [(s.shape, s.dtype) for s in slots]
+    S = shapes[0][0][0]
+    widths = np.cumsum([0] + [int(np.prod(sh[1:], dtype=np.int64)) for sh, _ in shapes])
+
+    def flat(arrays):
+        return np.concatenate([a.reshape(S, -1).astype(np.float64) for a in arrays], axis=1)
+
+    def unflatten(theta):
+        return [theta[:, a:b].reshape(sh).astype(dt, copy=False)
+                for a, b, (sh, dt) in zip(widths[:-1], widths[1:], shapes)]
+
+    return flat, unflatten
 
 
 def _first_items(labels, K):
