@@ -40,7 +40,7 @@ are conditioned on (they inform its cluster), and the identity holds for each f.
 :func:`~pymc_partitions.pymc.guards.guard_log_density` wraps
 ``pymc.stats.log_density.compute_log_density`` so that ``pm.compute_log_likelihood`` and
 ``pm.sample(..., idata_kwargs={"log_likelihood": True})`` fill the ``log_likelihood`` group with these values for every collapsed likelihood and
-for the one non-conjugate likelihood of a partition (dims ``chain``, ``draw`` and the
+every non-conjugate likelihood of a partition (dims ``chain``, ``draw`` and the
 likelihood's first observed dimension), and with PyMC's own elementwise values for any other
 observed variable.
 """
@@ -179,45 +179,50 @@ def _terms_per_draw(result, model, part, items, owner):
 
 
 def _slot_likelihoods(model, var_names):
-    """{likelihood name: partition} of the non-conjugate likelihoods (slot parameters) this module
-    gives pointwise values for: the one likelihood of a partition that has exactly one; those in
-    ``var_names`` only, if given."""
+    """{partition: its non-conjugate likelihoods (slot parameters) this module gives pointwise values
+    for}: all of them, those in ``var_names`` only if given (each conditioned on the others)."""
     from ..pymc.distributions import is_partition  # noqa: PLC0415
     from ..pymc.nonconjugate import nonconjugate_likelihoods  # noqa: PLC0415
 
     out = {}
     for rv in model.free_RVs:
         if is_partition(rv):
-            found = nonconjugate_likelihoods(model, rv)
-            if len(found) == 1 and (var_names is None or found[0].name in var_names):
-                out[found[0].name] = rv
+            found = [o.name for o in nonconjugate_likelihoods(model, rv)
+                     if var_names is None or o.name in var_names]
+            if found:
+                out[rv] = found
     return out
 
 
-def _slot_pointwise(result, model, part, base_draws, rng, owner):
-    """(values (chains, draws, n), source) of :meth:`SlotPredictive.loo_terms` for every draw."""
+def _slot_pointwise(result, model, part, wanted, base_draws, rng, owner):
+    """({likelihood name: values (chains, draws, n)}, source): log p(y_i^f | z_{-i}, phi, y_{-i},
+    y_i^{g != f}) from :meth:`SlotPredictive.loo_terms` in every draw, for the likelihoods ``wanted``."""
     from .reader import partition_draws  # noqa: PLC0415
     from .slot_predictive import SlotPredictive  # noqa: PLC0415
     from ..pymc.distributions import constant_value  # noqa: PLC0415
 
     fitted = SlotPredictive(model, part, owner, base_draws, what="pointwise log-likelihood", points=False)
     fitted.reseed(rng)
-    obs = fitted.obs
-    if "observed_data" in group_names(result) and obs.name in posterior_dataset(result, "observed_data"):
-        y = np.asarray(posterior_dataset(result, "observed_data")[obs.name].values)
-    else:
-        y = constant_value(model.rvs_to_values[obs])
-        if y is None:
-            raise ValueError(f"{owner}: the result has no observed_data for {obs.name!r} and its data in the model are "
-                             "not constant (pm.Data): pass the whole result of pm.sample")
-        y = np.asarray(y)
-    y = y.astype(obs.dtype)
+    observed = posterior_dataset(result, "observed_data") if "observed_data" in group_names(result) else {}
+    ys = []
+    for obs in fitted.likelihoods:
+        if obs.name in observed:
+            y = np.asarray(observed[obs.name].values)
+        else:
+            y = constant_value(model.rvs_to_values[obs])
+            if y is None:
+                raise ValueError(f"{owner}: the result has no observed_data for {obs.name!r} and its data in the model "
+                                 "are not constant (pm.Data): pass the whole result of pm.sample")
+            y = np.asarray(y)
+        ys.append(y.astype(obs.dtype))
     values, source = partition_draws(result, part.name, model, owner)
     labels, slots, inputs = fitted.read(posterior_dataset(result))
-    out = np.empty(labels.shape, np.float64)
+    rows = [fitted.names.index(name) for name in wanted]
+    out = np.empty((len(rows),) + labels.shape, np.float64)
     for s in range(labels.shape[0]):
-        out[s] = fitted.loo_terms(labels[s], [v[s] for v in slots], [v[s] for v in inputs], y)
-    return out.reshape(values.shape), source
+        joint, given, _ = fitted.loo_terms(labels[s], [v[s] for v in slots], [v[s] for v in inputs], ys)
+        out[:, s] = joint - given[rows]
+    return {name: out[j].reshape(values.shape) for j, name in enumerate(wanted)}, source
 
 
 def pointwise_log_likelihood(result, model=None, *, var_names=None, base_draws=None, random_seed=0) -> xr.Dataset:
@@ -244,7 +249,8 @@ def pointwise_log_likelihood(result, model=None, *, var_names=None, base_draws=N
     names = [var_names] if isinstance(var_names, str) else var_names
     slotted = _slot_likelihoods(model, names)
     if names is not None:
-        names = [v for v in names if v not in slotted]
+        taken = {v for found in slotted.values() for v in found}
+        names = [v for v in names if v not in taken]
     chosen = _collapsed(model, names, owner) if names is None or names else []
     if slotted:
         from .slot_predictive import DEFAULT_BASE_DRAWS  # noqa: PLC0415
@@ -270,11 +276,12 @@ def pointwise_log_likelihood(result, model=None, *, var_names=None, base_draws=N
             dims = model.named_vars_to_dims.get(name) if hasattr(model, "named_vars_to_dims") else None
             obs_dim = dims[0] if dims else f"{name}_dim_0"
             data_vars[name] = (("chain", "draw", obs_dim), values[w].reshape(shape))
-    for name, part in slotted.items():
-        values, source = _slot_pointwise(result, model, part, base_draws, rng, owner)
+    for part, wanted in slotted.items():
+        per_name, source = _slot_pointwise(result, model, part, wanted, base_draws, rng, owner)
         keep = np.arange(source.draws.size)
-        dims = model.named_vars_to_dims.get(name) if hasattr(model, "named_vars_to_dims") else None
-        data_vars[name] = (("chain", "draw", dims[0] if dims else f"{name}_dim_0"), values)
+        for name, values in per_name.items():
+            dims = model.named_vars_to_dims.get(name) if hasattr(model, "named_vars_to_dims") else None
+            data_vars[name] = (("chain", "draw", dims[0] if dims else f"{name}_dim_0"), values)
     if not data_vars:
         raise ValueError(f"{owner}: no collapsed or non-conjugate likelihood chosen")
     coords = {"chain": source.chains, "draw": source.draws[keep]}
@@ -288,7 +295,8 @@ def pointwise_log_likelihood(result, model=None, *, var_names=None, base_draws=N
     if slotted:
         ds.attrs["pointwise_nonconjugate"] = (
             "non-conjugate likelihoods: log p(y_i | z_-i, slot parameters of z_-i's clusters, y_-i), item i's cluster "
-            f"integrated out, the new-cluster term by Monte Carlo from {base_draws} base-measure draws")
+            f"integrated out, the new-cluster term by Monte Carlo from {base_draws} base-measure draws (with several "
+            "likelihoods on one partition: of likelihood f's observation given item i's others)")
     return ds
 
 
