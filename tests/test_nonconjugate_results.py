@@ -625,3 +625,57 @@ def test_predictive_density_of_a_normal_and_a_poisson_likelihood_given_one_draw(
         pmp.predictive_density(draw, {}, model)
     with pytest.raises(ValueError, match="x names \\['w'\\]"):
         pmp.predictive_density(draw, {"y1": x1, "w": x2}, model)
+
+
+# --- convergence checks judge the largest cluster's parameter, not the raw slots -----------------
+
+def _switching_result(trapped, seed=0, chains=4, draws=500):
+    """Draws of slot_model(): the partition of Y (groups of 6 and 4) in two labellings, A (the large
+    group labelled 0) in 90% of chains 0-1's draws and B (labelled 1) in 90% of chains 2-3's, so the
+    raw slot mu[0] is the large group's mean in some chains and the small one's in the others (label
+    switching); the large group's mean ~ N(3, 0.1) in every chain, or, ``trapped``, N(1, 0.1) in
+    chains 2-3 (an unmixed chain)."""
+    rng = np.random.default_rng(seed)
+    a = np.array([0] * 6 + [1] * 4)
+    b = np.array([0] * 4 + [1] * 6)
+    z = np.empty((chains, draws, N), np.int64)
+    mu = rng.normal(0.0, 3.0, (chains, draws, N))
+    for c in range(chains):
+        use_a = rng.random(draws) < (0.9 if c < 2 else 0.1)
+        big = rng.normal(1.0 if trapped and c >= 2 else 3.0, 0.1, draws)
+        small = rng.normal(-3.0, 0.1, draws)
+        z[c] = np.where(use_a[:, None], a, b)
+        mu[c, :, 0] = np.where(use_a, big, small)
+        mu[c, :, 1] = np.where(use_a, small, big)
+    post = xr.Dataset({"z": (("chain", "draw", "item"), z), "mu": (("chain", "draw", "mu_dim_0"), mu)},
+                      coords={"chain": np.arange(chains), "draw": np.arange(draws)})
+    return new_result({"posterior": post}), mu
+
+
+def test_convergence_checks_judge_the_largest_clusters_parameter_not_the_raw_slots():
+    """pm.sample's convergence checks (the guarded run_convergence_checks) and pmp.w2_convergence see
+    each slot variable as its largest cluster's parameter (mu_by_size[0]): an R-hat warning for chains
+    trapped at different values of it, none for mixed chains whose raw slots switch labels (their raw
+    R-hat is large). The checks used to leave the slots out (no warning for the trapped chains)."""
+    import arviz as az
+    import pymc.sampling.mcmc as mcmc
+    from pymc_partitions.results.diagnostics import _plan
+
+    model = slot_model()
+
+    def rhat_warning(result):
+        found = [w for w in mcmc.run_convergence_checks(result, model) if "rhat" in w.message]
+        return found[0] if found else None
+
+    mixed, raw = _switching_result(trapped=False)
+    assert float(az.rhat(xr.Dataset({"m": (("chain", "draw"), raw[..., 0])}))["m"]) > 1.1  # raw slot: switching
+    assert rhat_warning(mixed) is None
+    trapped, _ = _switching_result(trapped=True)
+    warning = rhat_warning(trapped)
+    assert warning is not None and float(warning.extra["mu"].max()) > 1.1
+    for result, ok in ((mixed, True), (trapped, False)):
+        largest = pmp.posterior_dataset(pmp.slot_views(result, model), "slot_views")["mu_by_size"][..., 0].values
+        _, stacked, continuous, parts, _ = _plan(posterior_dataset(result), None, None, model, "test")
+        assert continuous == ["mu"] and parts == ["z"]
+        np.testing.assert_array_equal(stacked[..., 0], largest)
+        assert (float(az.rhat(xr.Dataset({"m": (("chain", "draw"), stacked[..., 0])}))["m"]) < 1.01) == ok

@@ -163,7 +163,8 @@ def guard_convergence_checks(view=None) -> bool:
     in which each partition's labels are replaced by their label-invariant quantities
     (``view``, kept for later calls: the results side's
     :func:`~pymc_partitions.results.invariants.for_convergence_checks`: number of clusters, largest
-    share, log joint), so its R-hat / ESS warnings are about those. Models without partitions are
+    share, log joint; a non-conjugate partition's slot variables replaced by their largest cluster's
+    parameter), so its R-hat / ESS warnings are about those. Models without partitions are
     checked exactly as before; ``compute_convergence_checks=False`` still skips the checks.
     """
     import pymc.sampling.mcmc as mcmc  # noqa: PLC0415
