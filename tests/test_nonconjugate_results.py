@@ -572,13 +572,27 @@ def test_compute_log_likelihood_of_two_likelihoods_conditions_on_the_items_other
     with collapsed:
         cidata = pm.sample(draws=1200, tune=200, chains=2, cores=1, random_seed=6, progressbar=False,
                            compute_convergence_checks=False, idata_kwargs={"log_likelihood": True})
-    for name in ("y1", "y2"):
+    # joint=True: log p(y1_i, y2_i | z_-i, slots, y_-i), both observations of item i together
+    both = pmp.pointwise_log_likelihood(idata, model, joint=True)
+    assert set(both.data_vars) == {"y1", "y2", "z_joint"}
+    np.testing.assert_array_equal(both["y1"].values, ll["y1"].values)  # the same seed: the same values
+    tol_joint = 5 * np.sqrt((r1 * r2 - 1) / m) + 1e-9
+    for c in range(2):
+        for d in range(0, 1200, 97):
+            exact = np.array([_exact_loo_two(z[c, d], mu1[c, d], mu2[c, d], i)[1] for i in range(6)])
+            assert np.all(np.abs(both["z_joint"].values[c, d] - exact) < tol_joint)
+    idata["log_likelihood"]["z_joint"] = both["z_joint"]  # (InferenceData and DataTree alike)
+    cidata["log_likelihood"]["z_joint"] = pmp.pointwise_log_likelihood(cidata, collapsed, joint=True)["z_joint"]
+    for name in ("y1", "y2", "z_joint"):
         slot, ref = pmp.loo(idata, name), pmp.loo(cidata, name)
         get = (lambda o, k: float(getattr(o, k))) if hasattr(slot, "elpd") else (lambda o, k: float(o[k]))
         elpd = "elpd" if hasattr(slot, "elpd") else "elpd_loo"
         assert abs(get(slot, elpd) - get(ref, elpd)) < 0.5 * get(ref, "se"), name
     only = pmp.pointwise_log_likelihood(idata, model, var_names=["y2"])
     assert set(only.data_vars) == {"y2"}
+    for bad in ("yes", 1, None):
+        with pytest.raises(TypeError, match="joint"):
+            pmp.pointwise_log_likelihood(idata, model, joint=bad)
 
 
 def test_predictive_density_of_a_normal_and_a_poisson_likelihood_given_one_draw():
