@@ -375,3 +375,52 @@ def test_slots_not_iid_through_other_slot_variables_are_refused():
                            scale(sigma) if callable(scale) else scale, shape=n)
             pm.Normal("y", mu[z], sigma[z], observed=Y)
         _refused(build, r"\['sigma', 'mu'\] are not independent and identically distributed across slots")
+
+
+def _finite_model(n, k, index=lambda z: z, seed=0):
+    y = np.random.default_rng(seed).normal(0.0, 3.0, n)
+    with pm.Model() as model:
+        z = pmp.Partition("z", pmp.FiniteDirichlet(1.0, k), n=n)
+        mu = pm.Normal("mu", 0.0, SIGMA0, shape=k)
+        pm.Normal("y", mu=mu[index(z)], sigma=1.0, observed=y)
+    return model, y
+
+
+def test_finite_dirichlet_auxiliaries_cost_one_likelihood_evaluation_each():
+    """With k slots for n >> k items, each of an item's m auxiliaries is one row of an (n, ...) base
+    draw, so a draw evaluates the likelihood of all items K + m + opened + slot_steps times (it used
+    to take n / k evaluations per auxiliary, the work of n slots n / k times over: 34x the CRP's draw
+    at n = 2000, k = 5, benchmarks/bench_nonconjugate_finite.py)."""
+    model, _ = _finite_model(60, 3)
+    step = pmp.NonConjugateGibbs([model["z"]], model=model, m=3, slot_steps=2)
+    setup_chain(step, 0)
+    calls = [0]
+    for name in ("_item_ll", "_rows_ll"):
+        compiled = getattr(step.nc, name)
+
+        def counted(*args, _f=compiled):
+            calls[0] += 1
+            return _f(*args)
+
+        setattr(step.nc, name, counted)
+    point = model.initial_point(0)
+    for _ in range(5):
+        calls[0] = 0
+        before = len(np.unique(point["z"]))
+        point, info = step.step(point)
+        assert calls[0] == before + 3 + info[0]["opened"] + 2
+
+
+@pytest.mark.parametrize("index, fast", [(lambda z: z, True), (lambda z: z.astype("int8"), False)],
+                         ids=["labels", "int8-cast"])
+def test_each_items_auxiliary_log_likelihood_is_its_own_rows(index, fast):
+    """rows_loglik gives log f(y_i | row i of the base draw) for every item: in one evaluation when the
+    labels' dtypes hold n - 1, else (a cast to int8 at n = 200 > 128) S items at a time."""
+    model, y = _finite_model(200, 3, index)
+    step = pmp.NonConjugateGibbs([model["z"]], model=model)
+    nc = step.nc
+    assert nc._rows_ok == fast
+    values = nc.values(model.initial_point(0))
+    rows = nc.draw_rows(values)
+    assert rows[0].shape[0] >= 200 and len(np.unique(rows[0][:200])) == 200
+    np.testing.assert_allclose(nc.rows_loglik(values, rows), stats.norm.logpdf(y, rows[0][:200], 1.0), rtol=1e-6)

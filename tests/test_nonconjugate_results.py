@@ -403,7 +403,7 @@ def test_predictive_density_hostile(fitted6):
         pmp.predictive_density(idata, np.zeros((2, 2)), model)
     with pytest.raises(ValueError, match="NaN"):
         pmp.predictive_density(idata, [np.nan], model)
-    with pytest.raises(ValueError, match="x names \\['w'\\].*one likelihood, 'y'"):
+    with pytest.raises(ValueError, match="x names \\['w'\\], which are not likelihoods of 'z' \\(\\['y'\\]\\)"):
         pmp.predictive_density(idata, {"w": [0.0]}, model)
     with pytest.raises(TypeError, match="points for 'y' must be"):
         pmp.predictive_density(idata, "abc", model)
@@ -441,3 +441,255 @@ def test_collapsed_only_results_refuse_slot_models_saying_what_to_use(fitted):
         with pytest.raises(ValueError, match=f"{owner}: the partition 'z' has non-conjugate likelihoods.*"
                                              "pm.sample_posterior_predictive.*pmp.slot_views"):
             call()
+
+
+# --- several likelihoods on one partition --------------------------------------------------------
+# Two observations per item, y1 ~ N(mu1[z], SIGMA) and y2 ~ N(mu2[z], SIGMA2), independent Normal base
+# measures: the conjugate model written as slots, whose exact posterior is that of two collapsed
+# NormalNormal likelihoods on one partition (a 2-D diagonal NormalNormal), by enumeration.
+
+W6 = np.array([0.9, 1.4, -1.2, 1.1, -0.8, 0.3])
+SIGMA0_2, SIGMA2 = 1.5, 0.7
+
+
+def exact_two(sigma0=SIGMA0):
+    from enumeration import exact_posterior
+    from pymc_partitions.families import kernels
+    from pymc_partitions.families.kernels import FamilyPack
+    from pymc_partitions.samplers.gibbs import log_joint
+
+    prior = pmp.CRP(1.2)
+    pack = FamilyPack.build([(kernels.DIAG_NORMAL, np.c_[Y6, W6],
+                              kernels.diag_normal_hyper([0.0, 0.0], [sigma0, SIGMA0_2], [SIGMA, SIGMA2], 2))])
+    return exact_posterior(len(Y6), lambda p: log_joint(p, pack, prior.code, prior.kernel_params()))
+
+
+def slot_model_two():
+    with pm.Model() as model:
+        z = pmp.Partition("z", pmp.CRP(1.2), n=len(Y6))
+        mu1 = pm.Normal("mu1", 0.0, SIGMA0, shape=len(Y6))
+        mu2 = pm.Normal("mu2", 0.0, SIGMA0_2, shape=len(Y6))
+        pm.Normal("y1", mu=mu1[z], sigma=SIGMA, observed=Y6)
+        pm.Normal("y2", mu=mu2[z], sigma=SIGMA2, observed=W6)
+    return model
+
+
+def collapsed_model_two(sigma0=SIGMA0):
+    with pm.Model() as model:
+        z = pmp.Partition("z", pmp.CRP(1.2), n=len(Y6))
+        pmp.NormalNormal("y1", partition=z, mu0=0.0, sigma0=sigma0, sigma=SIGMA, observed=Y6)
+        pmp.NormalNormal("y2", partition=z, mu0=0.0, sigma0=SIGMA0_2, sigma=SIGMA2, observed=W6)
+    return model
+
+
+@pytest.fixture(scope="module")
+def fitted_two():
+    return _fit(slot_model_two(), 1200, 300, 11)
+
+
+def test_two_likelihoods_sample_the_exact_partition_posterior(fitted_two):
+    """NonConjugateGibbs on two likelihoods sharing the partition: the co-clustering matches
+    enumeration (the power check: the same test rejects a wrong base measure)."""
+    _, idata = fitted_two
+    parts, p = exact_two()
+    _, wrong = exact_two(3 * SIGMA0)
+    z = posterior_dataset(idata)["z"].values
+    pairs = [(i, j) for i in range(6) for j in range(i + 1, 6)]
+    traces = [(z[..., i] == z[..., j]).astype(float) for i, j in pairs]
+    for exact, ok in ((p, True), (wrong, False)):
+        c = sum(w * (part[:, None] == part[None, :]) for part, w in zip(parts, exact))
+        scores = _z_scores([t.mean() for t in traces], [c[i, j] for i, j in pairs], traces)
+        assert (scores.max() < 4.5) == ok, scores.round(1)
+
+
+def test_predictive_density_of_two_likelihoods_is_the_joint_of_an_items_observations(fitted_two):
+    """The joint predictive density of a new item's (y1, y2), and with y2 left out the marginal of
+    y1, against the exact ones (the collapsed model's averaged over the enumerated posterior), within
+    Monte Carlo error; a wrong base measure is rejected by the same check."""
+    model, idata = fitted_two
+    x1 = np.array([-2.0, -2.0, 2.0, 0.4, 3.0])
+    x2 = np.array([1.0, -1.0, -1.0, 0.3, 2.5])
+    parts, p = exact_two()
+    as_draws = new_result({"posterior": xr.Dataset({"z": (("chain", "draw", "item"), parts[None])})})
+    for x in ({"y1": x1, "y2": x2}, {"y1": x1}):
+        out = pmp.predictive_density(idata, x, model, keep_draws=True, random_seed=0)
+        assert out.attrs["likelihoods"] == list(x) and "x_y1" in out.coords
+        draws = out["density_draws"].values
+        se = np.array([np.std(draws[..., g]) / np.sqrt(_chain_ess(draws[..., g])) for g in range(x1.size)])
+        for sigma0, ok in ((SIGMA0, True), (3 * SIGMA0, False)):
+            _, wp = exact_two(sigma0)
+            exact = pmp.predictive_density(as_draws, x, collapsed_model_two(sigma0), weights=wp[None])["density"].values
+            assert (np.max(np.abs(out["density"].values - exact) / se) < 4.5) == ok, (x.keys(), sigma0)
+
+
+def _exact_loo_two(labels, mu1, mu2, i):
+    """(log p(y1_i | y2_i, z_-i, mu of z_-i's clusters), log p(y1_i, y2_i | ...)) for the two-likelihood
+    slot model, the new cluster's terms in closed form."""
+    from scipy import stats
+
+    others = np.delete(labels, i)
+    blocks, sizes = np.unique(others, return_counts=True)
+    w = np.append(sizes, 1.2) / (len(others) + 1.2)
+    f1 = np.append(stats.norm.pdf(Y6[i], mu1[blocks], SIGMA), stats.norm.pdf(Y6[i], 0.0, np.hypot(SIGMA0, SIGMA)))
+    f2 = np.append(stats.norm.pdf(W6[i], mu2[blocks], SIGMA2), stats.norm.pdf(W6[i], 0.0, np.hypot(SIGMA0_2, SIGMA2)))
+    return float(np.log(w @ (f1 * f2)) - np.log(w @ f2)), float(np.log(w @ (f1 * f2)))
+
+
+def test_compute_log_likelihood_of_two_likelihoods_conditions_on_the_items_other_observation(fitted_two):
+    """pm.compute_log_likelihood on two slot likelihoods: under each name, log p(y_f,i | y_g,i, z_-i,
+    slots), item i's cluster integrated out (as for collapsed likelihoods), checked draw by draw against
+    the closed form (tolerance from the Monte Carlo variance of the new-cluster terms); not the joint,
+    not PyMC's own value. pmp.loo of each matches the collapsed model's (enumeration-checked) values."""
+    from scipy import stats
+
+    model, idata = fitted_two
+    with model:
+        ll = pm.compute_log_likelihood(idata, extend_inferencedata=False, progressbar=False)
+    assert set(ll.data_vars) == {"y1", "y2"} and "pointwise_nonconjugate" in ll.attrs
+    post = posterior_dataset(idata)
+    z, mu1, mu2 = post["z"].values, post["mu1"].values, post["mu2"].values
+    m = 10_000  # pooled base draws (the new-cluster term is the same in every draw)
+
+    def rel(y, s0, s):  # relative sd of the Monte Carlo average of N(y; theta, s), theta ~ N(0, s0)
+        first = stats.norm.pdf(y, 0.0, np.hypot(s0, s))
+        second = stats.norm.pdf(y, 0.0, np.sqrt(s0**2 + s**2 / 2)) / (2 * np.sqrt(np.pi) * s)
+        return second / first**2
+
+    r1, r2 = rel(Y6, SIGMA0, SIGMA), rel(W6, SIGMA0_2, SIGMA2)
+    tol = 5 * (np.sqrt((r1 * r2 - 1) / m) + np.sqrt((r2 - 1) / m)) + 1e-9
+    far_from_joint = 0
+    for c in range(2):
+        for d in range(0, 1200, 97):
+            exact = np.array([_exact_loo_two(z[c, d], mu1[c, d], mu2[c, d], i) for i in range(6)])
+            assert np.all(np.abs(ll["y1"].values[c, d] - exact[:, 0]) < tol)
+            far_from_joint += np.sum(np.abs(ll["y1"].values[c, d] - exact[:, 1]) > 10 * tol)
+    assert far_from_joint > 50  # power: the joint (or unconditional) value is another quantity
+    own = np.take_along_axis(mu1, z, axis=2)
+    assert not np.allclose(ll["y1"].values, stats.norm.logpdf(Y6, own, SIGMA))
+    with model:
+        pm.compute_log_likelihood(idata, progressbar=False)
+    collapsed = collapsed_model_two()
+    with collapsed:
+        cidata = pm.sample(draws=1200, tune=200, chains=2, cores=1, random_seed=6, progressbar=False,
+                           compute_convergence_checks=False, idata_kwargs={"log_likelihood": True})
+    # joint=True: log p(y1_i, y2_i | z_-i, slots, y_-i), both observations of item i together
+    both = pmp.pointwise_log_likelihood(idata, model, joint=True)
+    assert set(both.data_vars) == {"y1", "y2", "z_joint"}
+    np.testing.assert_array_equal(both["y1"].values, ll["y1"].values)  # the same seed: the same values
+    tol_joint = 5 * np.sqrt((r1 * r2 - 1) / m) + 1e-9
+    for c in range(2):
+        for d in range(0, 1200, 97):
+            exact = np.array([_exact_loo_two(z[c, d], mu1[c, d], mu2[c, d], i)[1] for i in range(6)])
+            assert np.all(np.abs(both["z_joint"].values[c, d] - exact) < tol_joint)
+    idata["log_likelihood"]["z_joint"] = both["z_joint"]  # (InferenceData and DataTree alike)
+    cidata["log_likelihood"]["z_joint"] = pmp.pointwise_log_likelihood(cidata, collapsed, joint=True)["z_joint"]
+    for name in ("y1", "y2", "z_joint"):
+        slot, ref = pmp.loo(idata, name), pmp.loo(cidata, name)
+        get = (lambda o, k: float(getattr(o, k))) if hasattr(slot, "elpd") else (lambda o, k: float(o[k]))
+        elpd = "elpd" if hasattr(slot, "elpd") else "elpd_loo"
+        assert abs(get(slot, elpd) - get(ref, elpd)) < 0.5 * get(ref, "se"), name
+    only = pmp.pointwise_log_likelihood(idata, model, var_names=["y2"])
+    assert set(only.data_vars) == {"y2"}
+    for bad in ("yes", 1, None):
+        with pytest.raises(TypeError, match="joint"):
+            pmp.pointwise_log_likelihood(idata, model, joint=bad)
+
+
+def test_predictive_density_of_a_normal_and_a_poisson_likelihood_given_one_draw():
+    """y1 ~ N(mu[z], 1), y2 ~ Poisson(exp(lam[z])) given one draw: sum_b w_b N(x1; mu_b, 1)
+    Pois(x2; e^lam_b) + w_new N(x1; 0, sqrt(sigma0^2 + 1)) E[Pois(x2; e^lam)], lam ~ N(1, 0.5) (by
+    quadrature), the last term by Monte Carlo (tolerance from its exact variance); integer points."""
+    from scipy import integrate, stats
+
+    counts = np.array([1, 0, 2, 9, 12, 8])
+    with pm.Model() as model:
+        z = pmp.Partition("z", pmp.CRP(1.2), n=6)
+        mu = pm.Normal("mu", 0.0, SIGMA0, shape=6)
+        lam = pm.Normal("lam", 1.0, 0.5, shape=6)
+        pm.Normal("y1", mu=mu[z], sigma=1.0, observed=Y6)
+        pm.Poisson("y2", pm.math.exp(lam[z]), observed=counts)
+    post = {"z": (("chain", "draw", "item"), np.array([[[0, 0, 0, 1, 1, 1]]])),
+            "mu": (("chain", "draw", "mu_dim_0"), np.array([[[-2.0, 2.0, 50, 50, 50, 50]]])),
+            "lam": (("chain", "draw", "lam_dim_0"), np.array([[[0.0, 2.3, 9, 9, 9, 9]]]))}
+    draw = new_result({"posterior": xr.Dataset(post)})
+    x1, x2 = np.array([-2.0, 2.0, 0.0, 2.0]), np.array([1, 10, 4, 1])
+    w = np.array([3, 3, 1.2]) / 7.2
+
+    def moment(k, power):
+        return integrate.quad(lambda l: stats.poisson.pmf(k, np.exp(l)) ** power * stats.norm.pdf(l, 1.0, 0.5),
+                              -4, 6)[0]
+
+    new1 = stats.norm.pdf(x1, 0.0, np.hypot(SIGMA0, 1.0))
+    new1_sq = stats.norm.pdf(x1, 0.0, np.sqrt(SIGMA0**2 + 0.5)) / (2 * np.sqrt(np.pi))
+    new2, new2_sq = np.array([moment(k, 1) for k in x2]), np.array([moment(k, 2) for k in x2])
+    exact = (w[0] * stats.norm.pdf(x1, -2, 1) * stats.poisson.pmf(x2, 1.0)
+             + w[1] * stats.norm.pdf(x1, 2, 1) * stats.poisson.pmf(x2, np.exp(2.3)) + w[2] * new1 * new2)
+    m = 20_000
+    out = pmp.predictive_density(draw, {"y1": x1, "y2": x2.astype(float)}, model, base_draws=m, random_seed=2)
+    sd = w[2] * np.sqrt((new1_sq * new2_sq - (new1 * new2) ** 2) / m)
+    assert np.all(np.abs(out["density"].values - exact) < 5 * sd + 1e-12)
+    assert out["density"].values[2] > 0.5 * w[2] * new1[2] * new2[2]  # the new-cluster term matters at (0, 4)
+    with pytest.raises(ValueError, match="points for 'y2' must be whole numbers"):
+        pmp.predictive_density(draw, {"y1": x1, "y2": x2 + 0.5}, model)
+    with pytest.raises(ValueError, match="several likelihoods \\['y1', 'y2'\\]: pass x as a dict"):
+        pmp.predictive_density(draw, x1, model)
+    with pytest.raises(ValueError, match="x gives 4 points for one likelihood and 2 for 'y2'"):
+        pmp.predictive_density(draw, {"y1": x1, "y2": x2[:2]}, model)
+    with pytest.raises(ValueError, match="x is an empty dict"):
+        pmp.predictive_density(draw, {}, model)
+    with pytest.raises(ValueError, match="x names \\['w'\\]"):
+        pmp.predictive_density(draw, {"y1": x1, "w": x2}, model)
+
+
+# --- convergence checks judge the largest cluster's parameter, not the raw slots -----------------
+
+def _switching_result(trapped, seed=0, chains=4, draws=500):
+    """Draws of slot_model(): the partition of Y (groups of 6 and 4) in two labellings, A (the large
+    group labelled 0) in 90% of chains 0-1's draws and B (labelled 1) in 90% of chains 2-3's, so the
+    raw slot mu[0] is the large group's mean in some chains and the small one's in the others (label
+    switching); the large group's mean ~ N(3, 0.1) in every chain, or, ``trapped``, N(1, 0.1) in
+    chains 2-3 (an unmixed chain)."""
+    rng = np.random.default_rng(seed)
+    a = np.array([0] * 6 + [1] * 4)
+    b = np.array([0] * 4 + [1] * 6)
+    z = np.empty((chains, draws, N), np.int64)
+    mu = rng.normal(0.0, 3.0, (chains, draws, N))
+    for c in range(chains):
+        use_a = rng.random(draws) < (0.9 if c < 2 else 0.1)
+        big = rng.normal(1.0 if trapped and c >= 2 else 3.0, 0.1, draws)
+        small = rng.normal(-3.0, 0.1, draws)
+        z[c] = np.where(use_a[:, None], a, b)
+        mu[c, :, 0] = np.where(use_a, big, small)
+        mu[c, :, 1] = np.where(use_a, small, big)
+    post = xr.Dataset({"z": (("chain", "draw", "item"), z), "mu": (("chain", "draw", "mu_dim_0"), mu)},
+                      coords={"chain": np.arange(chains), "draw": np.arange(draws)})
+    return new_result({"posterior": post}), mu
+
+
+def test_convergence_checks_judge_the_largest_clusters_parameter_not_the_raw_slots():
+    """pm.sample's convergence checks (the guarded run_convergence_checks) and pmp.w2_convergence see
+    each slot variable as its largest cluster's parameter (mu_by_size[0]): an R-hat warning for chains
+    trapped at different values of it, none for mixed chains whose raw slots switch labels (their raw
+    R-hat is large). The checks used to leave the slots out (no warning for the trapped chains)."""
+    import arviz as az
+    import pymc.sampling.mcmc as mcmc
+    from pymc_partitions.results.diagnostics import _plan
+
+    model = slot_model()
+
+    def rhat_warning(result):
+        found = [w for w in mcmc.run_convergence_checks(result, model) if "rhat" in w.message]
+        return found[0] if found else None
+
+    mixed, raw = _switching_result(trapped=False)
+    assert float(az.rhat(xr.Dataset({"m": (("chain", "draw"), raw[..., 0])}))["m"]) > 1.1  # raw slot: switching
+    assert rhat_warning(mixed) is None
+    trapped, _ = _switching_result(trapped=True)
+    warning = rhat_warning(trapped)
+    assert warning is not None and float(warning.extra["mu"].max()) > 1.1
+    for result, ok in ((mixed, True), (trapped, False)):
+        largest = pmp.posterior_dataset(pmp.slot_views(result, model), "slot_views")["mu_by_size"][..., 0].values
+        _, stacked, continuous, parts, _ = _plan(posterior_dataset(result), None, None, model, "test")
+        assert continuous == ["mu"] and parts == ["z"]
+        np.testing.assert_array_equal(stacked[..., 0], largest)
+        assert (float(az.rhat(xr.Dataset({"m": (("chain", "draw"), stacked[..., 0])}))["m"]) < 1.01) == ok

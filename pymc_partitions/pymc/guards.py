@@ -163,7 +163,8 @@ def guard_convergence_checks(view=None) -> bool:
     in which each partition's labels are replaced by their label-invariant quantities
     (``view``, kept for later calls: the results side's
     :func:`~pymc_partitions.results.invariants.for_convergence_checks`: number of clusters, largest
-    share, log joint), so its R-hat / ESS warnings are about those. Models without partitions are
+    share, log joint; a non-conjugate partition's slot variables replaced by their largest cluster's
+    parameter), so its R-hat / ESS warnings are about those. Models without partitions are
     checked exactly as before; ``compute_convergence_checks=False`` still skips the checks.
     """
     import pymc.sampling.mcmc as mcmc  # noqa: PLC0415
@@ -712,10 +713,9 @@ def _log_density_wrapper(original):
         arg = bound.arguments
         model = pm.modelcontext(arg.get("model"))
         collapsed = [rv.name for rv in model.observed_RVs if isinstance(rv.owner.op, CollapsedLikelihoodRV)]
-        for part in model.free_RVs:  # a partition's one non-conjugate likelihood: its cluster integrated out too
-            slotted = nonconjugate_likelihoods(model, part) if is_partition(part) else []
-            if len(slotted) == 1:
-                collapsed.append(slotted[0].name)
+        for part in model.free_RVs:  # a partition's non-conjugate likelihoods: its cluster integrated out too
+            if is_partition(part):
+                collapsed.extend(o.name for o in nonconjugate_likelihoods(model, part))
         has_partition = any(is_partition(rv) for rv in model.free_RVs)
         if not has_partition or _POINTWISE[0] is None:
             return original(*bound.args, **bound.kwargs)
@@ -757,7 +757,7 @@ def _log_density_wrapper(original):
 def guard_log_density(pointwise=None) -> bool:
     """Wrap ``pymc.stats.log_density.compute_log_density`` (which ``pm.compute_log_likelihood`` and
     ``pm.sample``'s ``idata_kwargs={"log_likelihood": True}`` call) so that models with a
-    Partition work and collapsed likelihoods (and a partition's one non-conjugate likelihood,
+    Partition work and collapsed likelihoods (and a partition's non-conjugate likelihoods,
     its cluster integrated out) get their pointwise log-likelihood (``pointwise``,
     kept for later calls: the results side's
     :func:`~pymc_partitions.results.loo.pointwise_log_likelihood`). PyMC has no hook for a

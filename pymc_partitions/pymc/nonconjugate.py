@@ -51,7 +51,9 @@ import pytensor
 import pytensor.tensor as pt
 from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.graph.replace import clone_replace
+from pytensor.tensor.random.op import RandomVariable
 from pytensor.tensor.random.type import RandomGeneratorType
+from pytensor.tensor.type import TensorType
 import pytensor.tensor.subtensor as _subtensor
 from pytensor.scalar.basic import Cast as ScalarCast
 from pytensor.tensor.elemwise import Elemwise
@@ -191,6 +193,7 @@ class NonConjugateModel:
                              f"ones ({[o.name for o in self.likelihoods]}): mixing them on one partition is not "
                              "supported yet; write the collapsed one with slot parameters too")
         slots = set()
+        self._casts = set()  # integer dtypes the likelihoods cast the labels to before indexing
         for obs in self.likelihoods:
             direct, indexed, stray, casts = _walk(model, rv, obs.owner.inputs)
             if stray:
@@ -214,6 +217,7 @@ class NonConjugateModel:
                                  f"{name!r} and otherwise: a slot parameter may enter the likelihood only as "
                                  f"slot[{name}]")
             slots |= indexed
+            self._casts |= casts
         self.slot_rvs = [v for v in model.free_RVs if v in slots]
         self._check_slots(model, rv)
         self._check_observed(model)
@@ -295,6 +299,15 @@ class NonConjugateModel:
                 raise ValueError(f"{obs.name!r}: its log-likelihood is not elementwise over items")
             item = item + (t.sum(axis=tuple(range(1, t.ndim))) if t.ndim > 1 else t)
         self._item_ll = pm.pytensorf.compile(self.value_vars, item, on_unused_input="ignore")
+        # every item under its own slot values (one row per item, labels := arange(n)): the auxiliaries in one
+        # evaluation even with fewer slots than items (FiniteDirichlet), if the labels' dtypes hold n - 1
+        top = n - 1
+        self._rows_ok = all(np.iinfo(d).max >= top for d in self._casts | {self.terms.dtype})
+        if self._rows_ok:
+            rows = [pt.tensor(dtype=v.dtype, shape=(None,) + tuple(v.type.shape[1:]), name=f"{v.name}_rows")
+                    for v in self.slot_values]
+            per_row = clone_replace(item, replace=dict(zip(self.slot_values, rows)), rebuild_strict=False)
+            self._rows_ll = pm.pytensorf.compile(self.value_vars + rows, per_row, on_unused_input="ignore")
         base = 0
         for t in model.logp(vars=self.slot_rvs, sum=False, jacobian=True):
             base = base + (t.sum(axis=tuple(range(1, t.ndim))) if t.ndim > 1 else t)
@@ -309,16 +322,34 @@ class NonConjugateModel:
         slot_set = set(self.slot_rvs)
         others = [v for v in model.free_RVs if v not in slot_set]
         replace = dict(zip(others, model.replace_rvs_by_values(others)))
+        # ... and `count` of them at once (each slot RV's size with `count` on the slot axis), if every slot
+        # variable is a RandomVariable with a size
+        count = pt.iscalar("count")
+        resized = {}
+        for v in self.slot_rvs:
+            node = v.owner
+            size = node.op.size_param(node) if isinstance(node.op, RandomVariable) else None
+            if isinstance(getattr(size, "type", None), TensorType) and size.type.ndim == 1:
+                resized[size] = pt.concatenate([pt.atleast_1d(count).astype(size.dtype), size[1:]])
+        batched = len(resized) == len(self.slot_rvs)
         draws = clone_replace(self.slot_rvs, replace=replace)
-        rngs = [v for v in ancestors(draws) if isinstance(v, SharedVariable) and isinstance(v.type, RandomGeneratorType)]
-        own = {r: pytensor.shared(np.random.default_rng(i)) for i, r in enumerate(rngs)}
-        draws = clone_replace(draws, replace=own)
-        outs = []
-        for rv_, d in zip(self.slot_rvs, draws):
-            tr = model.rvs_to_transforms.get(rv_)
-            outs.append(d if tr is None else tr.forward(d, *d.owner.inputs))
+        many = clone_replace(self.slot_rvs, replace={**replace, **resized}, rebuild_strict=False) if batched else []
+        rngs = [v for v in ancestors(draws + many)
+                if isinstance(v, SharedVariable) and isinstance(v.type, RandomGeneratorType)]
+        own = {r: pytensor.shared(np.random.default_rng(i)) for i, r in enumerate(dict.fromkeys(rngs))}
+        draws, many = (clone_replace(d, replace=own) if d else d for d in (draws, many))
+
+        def value_scale(ds):
+            outs = []
+            for rv_, d in zip(self.slot_rvs, ds):
+                tr = model.rvs_to_transforms.get(rv_)
+                outs.append(d if tr is None else tr.forward(d, *d.owner.inputs))
+            return outs
+
         self._rngs = list(own.values())
-        self._draw = pm.pytensorf.compile(self.value_vars, outs, on_unused_input="ignore")
+        self._draw = pm.pytensorf.compile(self.value_vars, value_scale(draws), on_unused_input="ignore")
+        self._draw_many = (pm.pytensorf.compile(self.value_vars + [count], value_scale(many), on_unused_input="ignore")
+                           if batched else None)
         # elementwise over items: check that one item's label moves its term only
         point = model.initial_point(0)
         vals = self.values(point)
@@ -390,6 +421,30 @@ class NonConjugateModel:
     def draw(self, values):
         """Fresh values of all slots from the base measure (value scale)."""
         return [np.asarray(d) for d in self._draw(*values)]
+
+    def draw_rows(self, values):
+        """Fresh values of all slots from the base measure, one row per item at least (value scale; a
+        multiple of the S slots when not drawn at once)."""
+        whole = -(-self.n // self.n_slots)  # draws of S rows covering the n items (rows_loglik's fallback takes S)
+        if self._draw_many is not None:
+            return [np.asarray(d) for d in self._draw_many(*values, self.n if self._rows_ok else whole * self.n_slots)]
+        chunks = [self.draw(values) for _ in range(whole)]
+        return [np.concatenate([c[q] for c in chunks]) for q in range(len(self.slot_values))]
+
+    def rows_loglik(self, values, rows):
+        """(n,) log-likelihood of item i under row i of ``rows`` (from :meth:`draw_rows`): one evaluation
+        when the labels' dtypes hold n - 1, else one per S items (slot j := row c S + j, labels := j)."""
+        n, S = self.n, self.n_slots
+        if self._rows_ok:
+            labels = np.arange(n, dtype=self.terms.dtype)
+            return np.asarray(self._rows_ll(*self._with(values, labels, None), *[r[:n] for r in rows]), np.float64)
+        out = np.empty(n)
+        for lo in range(0, n, S):
+            hi = min(n, lo + S)
+            labels = np.zeros(n, self.terms.dtype)
+            labels[lo:hi] = np.arange(hi - lo)
+            out[lo:hi] = self.item_loglik(values, labels, [r[lo:lo + S] for r in rows])[lo:hi]
+        return out
 
 
 class NonConjugateGibbs(ChainSetupMixin, BlockedStep):
@@ -506,23 +561,15 @@ class NonConjugateGibbs(ChainSetupMixin, BlockedStep):
 
     # ------------------------------------------------------------------ the draw
     def _aux_loglik(self, values):
-        """(Laux (n, m), aux slot draws [aux][chunk] -> list of arrays): item i's auxiliary j is row
-        i - chunk * S of draw (j, chunk), chunk = i // S: every item has its own draws."""
-        n, S, m = self.nc.n, self.nc.n_slots, self.m
-        chunks = -(-n // S)
+        """(Laux (n, m), aux slot draws [aux][slot variable] -> (rows, ...)): item i's auxiliary j is row
+        i of draw j: every item has its own draws."""
+        n, m = self.nc.n, self.m
         Laux = np.empty((n, m))
         draws = []
-        labels_dtype = self.terms.dtype
         for j in range(m):
-            per = []
-            for c in range(chunks):
-                slots = self.nc.draw(values)
-                lo, hi = c * S, min(n, (c + 1) * S)
-                labels = np.zeros(n, labels_dtype)
-                labels[lo:hi] = np.arange(hi - lo)
-                Laux[lo:hi, j] = self.nc.item_loglik(values, labels, slots)[lo:hi]
-                per.append(slots)
-            draws.append(per)
+            rows = self.nc.draw_rows(values)
+            Laux[:, j] = self.nc.rows_loglik(values, rows)
+            draws.append(rows)
         return Laux, draws
 
     def step(self, point):
@@ -552,13 +599,12 @@ class NonConjugateGibbs(ChainSetupMixin, BlockedStep):
         scratch = [s.copy() for s in slots]
 
         def open_block(i, j, slot):
-            c, r = divmod(i, S)
             for q, t in enumerate(table):
                 if slot >= t.shape[0]:
                     grown = np.empty((2 * slot + 2,) + t.shape[1:], t.dtype)
                     grown[: t.shape[0]] = t
                     table[q] = t = grown
-                t[slot] = aux[j][c][q][r]
+                t[slot] = aux[j][q][i]
                 scratch[q][0] = t[slot]
             opened[0] += 1
             return nc.item_loglik(values, np.zeros(n, dtype), scratch)

@@ -9,6 +9,11 @@ variables of ``model=`` (or of the model in context); else the draws-only rule o
 :mod:`pymc_partitions.results.reader` (integer vectors whose every draw is a canonical label
 vector with a label 2 or more somewhere; other integer vectors are refused: pass ``model=`` or
 ``partitions=``); integer scalars are numbers.
+
+The slot variables of a non-conjugate partition (parameters indexed by it, ``mu[z]``: those of
+``model=``, else those the result records, else those of the model in context) switch labels with
+it, so their draws enter as the parameter of each draw's largest cluster (``mu_by_size[0]`` of
+:func:`~pymc_partitions.slot_views`), not slot by slot.
 """
 
 from __future__ import annotations
@@ -31,6 +36,8 @@ from ..diagnostics.convergence import (
 from ..diagnostics.partition_cost import mirkin_cost_matrix
 from ..diagnostics.wasserstein import hedged, squared_euclidean
 from ..pymc.distributions import invariant_names
+from .invariants import largest_cluster_slots
+from .slots import partition_slots
 from .reader import (  # noqa: F401  (is_canonical, SOURCES: used by tests and callers from here)
     SOURCES,
     _auto_partition,
@@ -65,6 +72,10 @@ def _plan(posterior, var_names, partitions, model, owner):
     # whether or not it is treated as a partition here
     derived = {d for v in names for d in invariant_names(v)} if var_names is None else set()
     continuous = [v for v in names if v not in parts and v not in derived]
+    for p in partition_slots(posterior, list(posterior.data_vars), model, owner):
+        for slot, largest in largest_cluster_slots(posterior, p, model, owner).items():
+            if slot in continuous:  # a slot variable switches labels with its partition: its largest cluster's
+                values[slot] = np.asarray(largest.transpose("chain", "draw", ...).values)
     stacked = None
     if continuous:
         blocks = [values[v].astype(float).reshape(values[v].shape[0], values[v].shape[1], -1) for v in continuous]

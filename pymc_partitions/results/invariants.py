@@ -10,7 +10,8 @@ sampler statistic ``log_joint`` of :class:`~pymc_partitions.CollapsedGibbs`).
 * :func:`summary` and :func:`plot_trace` are ``az.summary`` / ``az.plot_trace`` on it.
 * :func:`for_convergence_checks` is what ``pm.sample``'s convergence checks see (installed by
   :func:`~pymc_partitions.pymc.guards.guard_convergence_checks`): the labels replaced by their
-  label-invariant quantities, constant ones left out.
+  label-invariant quantities, constant ones left out, and a non-conjugate partition's slot
+  variables by the parameter of each draw's largest cluster.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ import numpy as np
 import xarray as xr
 
 from ..pymc.distributions import INVARIANTS, invariant_names, is_partition
-from ..pymc.nonconjugate import slot_variables
 from .slots import partition_slots, slot_data
 from .reader import (PARTITIONS_ATTR, _labels, _names, _partition_names, _posterior, _variable_draws, add_groups,
                      group_names, is_datatree, is_inferencedata, new_result, not_a_result_hint, posterior_dataset)
@@ -236,10 +236,24 @@ def plot_trace(result, *, var_names=None, partitions=None, model=None, **kwargs)
     return az.plot_trace(label_invariant(result, var_names=var_names, partitions=partitions, model=model), **kwargs)
 
 
+def largest_cluster_slots(posterior, part, model, owner) -> dict[str, xr.DataArray]:
+    """{slot variable: ``<slot>_by_size`` at rank 0, the parameter of each draw's largest cluster
+    (chain, draw, trailing dims of the slot)} for the slot variables of the partition ``part`` (a
+    non-conjugate likelihood's parameters indexed by it; {} if none): the label-invariant stand-in of
+    a slot variable in convergence checks (every draw has a largest cluster, so never NaN)."""
+    found = partition_slots(posterior, [part], model, owner).get(part, [])
+    if not found:
+        return {}
+    ranked = slot_data(posterior, part, found, owner, of_item=False)
+    return {s: ranked[f"{s}_by_size"].isel({f"{part}_size_rank": 0}, drop=True) for s in found}
+
+
 def for_convergence_checks(idata, model):
     """``idata`` with each partition's labels replaced, in the posterior, by its label-invariant
-    quantities (dimension ``<name>_invariant``), for PyMC's convergence checks (and its slot variables,
-    if it has non-conjugate likelihoods, left out: they switch labels with it); quantities that are
+    quantities (dimension ``<name>_invariant``), for PyMC's convergence checks, and its slot variables
+    (if it has non-conjugate likelihoods: their labels switch with it) by the parameter of each draw's
+    largest cluster (:func:`largest_cluster_slots`; under the slot's own name, which is what PyMC
+    checks); quantities that are
     constant over every draw of every chain are left out (nothing to judge, and R-hat of a
     constant is NaN), and so is the variable when none is left. ``idata`` itself when the model
     has no partition in the posterior; ``None`` when no free variable would be left to check (PyMC's
@@ -258,8 +272,10 @@ def for_convergence_checks(idata, model):
             quantities[LOG_JOINT] = log_joint
         keep = {q: da for q, da in quantities.items() if not bool((da == da.values.flat[0]).all())}
         new = new.drop_vars(p)
-        slots = [v.name for v in slot_variables(model, model[p]) if v.name in new.data_vars]
-        new = new.drop_vars(slots)  # a non-conjugate partition's slots: their labels switch like the partition's
+        for slot, largest in largest_cluster_slots(posterior, p, model, "pm.sample").items():
+            new = new.drop_vars(slot)  # raw slots switch labels with the partition: the largest cluster's instead
+            if not bool((largest == largest.values.flat[0]).all()):
+                new[slot] = largest
         if keep:
             dim = f"{p}_invariant"
             stacked = xr.concat([da.astype(np.float64) for da in keep.values()], dim=dim)

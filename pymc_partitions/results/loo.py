@@ -40,7 +40,7 @@ are conditioned on (they inform its cluster), and the identity holds for each f.
 :func:`~pymc_partitions.pymc.guards.guard_log_density` wraps
 ``pymc.stats.log_density.compute_log_density`` so that ``pm.compute_log_likelihood`` and
 ``pm.sample(..., idata_kwargs={"log_likelihood": True})`` fill the ``log_likelihood`` group with these values for every collapsed likelihood and
-for the one non-conjugate likelihood of a partition (dims ``chain``, ``draw`` and the
+every non-conjugate likelihood of a partition (dims ``chain``, ``draw`` and the
 likelihood's first observed dimension), and with PyMC's own elementwise values for any other
 observed variable.
 """
@@ -179,48 +179,72 @@ def _terms_per_draw(result, model, part, items, owner):
 
 
 def _slot_likelihoods(model, var_names):
-    """{likelihood name: partition} of the non-conjugate likelihoods (slot parameters) this module
-    gives pointwise values for: the one likelihood of a partition that has exactly one; those in
-    ``var_names`` only, if given."""
+    """{partition: its non-conjugate likelihoods (slot parameters) this module gives pointwise values
+    for}: all of them, those in ``var_names`` only if given (each conditioned on the others)."""
     from ..pymc.distributions import is_partition  # noqa: PLC0415
     from ..pymc.nonconjugate import nonconjugate_likelihoods  # noqa: PLC0415
 
     out = {}
     for rv in model.free_RVs:
         if is_partition(rv):
-            found = nonconjugate_likelihoods(model, rv)
-            if len(found) == 1 and (var_names is None or found[0].name in var_names):
-                out[found[0].name] = rv
+            found = [o.name for o in nonconjugate_likelihoods(model, rv)
+                     if var_names is None or o.name in var_names]
+            if found:
+                out[rv] = found
     return out
 
 
-def _slot_pointwise(result, model, part, base_draws, rng, owner):
-    """(values (chains, draws, n), source) of :meth:`SlotPredictive.loo_terms` for every draw."""
+def _slot_pointwise(result, model, part, wanted, base_draws, rng, owner):
+    """({likelihood name: values (chains, draws, n)}, joint (chains, draws, n), source): log p(y_i^f |
+    z_{-i}, phi, y_{-i}, y_i^{g != f}) from :meth:`SlotPredictive.loo_terms` in every draw, for the
+    likelihoods ``wanted``, and log p(y_i | z_{-i}, phi, y_{-i}) of all of item i's observations."""
     from .reader import partition_draws  # noqa: PLC0415
     from .slot_predictive import SlotPredictive  # noqa: PLC0415
     from ..pymc.distributions import constant_value  # noqa: PLC0415
 
     fitted = SlotPredictive(model, part, owner, base_draws, what="pointwise log-likelihood", points=False)
     fitted.reseed(rng)
-    obs = fitted.obs
-    if "observed_data" in group_names(result) and obs.name in posterior_dataset(result, "observed_data"):
-        y = np.asarray(posterior_dataset(result, "observed_data")[obs.name].values)
-    else:
-        y = constant_value(model.rvs_to_values[obs])
-        if y is None:
-            raise ValueError(f"{owner}: the result has no observed_data for {obs.name!r} and its data in the model are "
-                             "not constant (pm.Data): pass the whole result of pm.sample")
-        y = np.asarray(y)
-    y = y.astype(obs.dtype)
+    observed = posterior_dataset(result, "observed_data") if "observed_data" in group_names(result) else {}
+    ys = []
+    for obs in fitted.likelihoods:
+        if obs.name in observed:
+            y = np.asarray(observed[obs.name].values)
+        else:
+            y = constant_value(model.rvs_to_values[obs])
+            if y is None:
+                raise ValueError(f"{owner}: the result has no observed_data for {obs.name!r} and its data in the model "
+                                 "are not constant (pm.Data): pass the whole result of pm.sample")
+            y = np.asarray(y)
+        ys.append(y.astype(obs.dtype))
     values, source = partition_draws(result, part.name, model, owner)
     labels, slots, inputs = fitted.read(posterior_dataset(result))
-    out = np.empty(labels.shape, np.float64)
+    rows = [fitted.names.index(name) for name in wanted]
+    out = np.empty((len(rows),) + labels.shape, np.float64)
+    everything = np.empty(labels.shape, np.float64)
     for s in range(labels.shape[0]):
-        out[s] = fitted.loo_terms(labels[s], [v[s] for v in slots], [v[s] for v in inputs], y)
-    return out.reshape(values.shape), source
+        joint, given, norm = fitted.loo_terms(labels[s], [v[s] for v in slots], [v[s] for v in inputs], ys)
+        out[:, s] = joint - given[rows]
+        everything[s] = joint - norm
+    return ({name: out[j].reshape(values.shape) for j, name in enumerate(wanted)}, everything.reshape(values.shape),
+            source)
 
 
-def pointwise_log_likelihood(result, model=None, *, var_names=None, base_draws=None, random_seed=0) -> xr.Dataset:
+def _obs_dim(model, name):
+    """The first dimension of the observed variable ``name`` in the model, else ``<name>_dim_0``."""
+    dims = model.named_vars_to_dims.get(name) if hasattr(model, "named_vars_to_dims") else None
+    return dims[0] if dims else f"{name}_dim_0"
+
+
+def _add_joint(data_vars, part, obs_dim, values, owner):
+    """``<part>_joint``: the pointwise value of all of an item's observations (``joint=True``)."""
+    name = f"{part}_joint"
+    if name in data_vars:
+        raise ValueError(f"{owner}: joint=True names its variable {name!r}, which is a likelihood of the model")
+    data_vars[name] = (("chain", "draw", obs_dim), values)
+
+
+def pointwise_log_likelihood(result, model=None, *, var_names=None, base_draws=None, random_seed=0,
+                             joint: bool = False) -> xr.Dataset:
     """``log p(y_i | z_{-i}, phi, y_{-i})`` for every posterior draw and item, for the collapsed
     likelihoods of ``model`` (see the module docstring for what ``az.loo`` then estimates), and
     for a non-conjugate likelihood (slot parameters, ``mu[z]``): with phi the draw's parameters of
@@ -236,15 +260,36 @@ def pointwise_log_likelihood(result, model=None, *, var_names=None, base_draws=N
     ``var_names``: the likelihoods to include (default: all collapsed likelihoods). Hyperparameters
     that are random variables take each draw's values; data are those the posterior was fitted to
     (the result's ``observed_data``, else the model's). ``pm.compute_log_likelihood`` calls this.
+
+    Several likelihoods on one partition (several observations of each item): the value of
+    likelihood f is that of y_i^f given item i's other observations (module docstring).
+    ``joint=True`` adds, for each partition with a likelihood chosen, ``<partition>_joint``:
+    log p(y_i | z_{-i}, phi, y_{-i}) of all of item i's observations (every likelihood of the
+    partition), whose ``az.loo`` / ``pmp.loo(..., var_name="z_joint")`` is the elpd of the items'
+    observations together (dims as its first likelihood's).
+
+    Examples
+    --------
+    >>> import numpy as np, pymc as pm, pymc_partitions as pmp
+    >>> with pm.Model() as model:
+    ...     z = pmp.Partition("z", pmp.CRP(1.0), n=6)
+    ...     _ = pmp.NormalNormal("a", partition=z, mu0=0.0, sigma0=3.0, sigma=1.0, observed=[-2, -2.2, -1.9, 2, 2.1, 1.8])
+    ...     _ = pmp.NormalNormal("b", partition=z, mu0=0.0, sigma0=3.0, sigma=1.0, observed=[1, 1.2, 0.9, -1, -1.1, -0.8])
+    ...     idata = pm.sample(draws=100, tune=50, chains=1, progressbar=False, compute_convergence_checks=False,
+    ...                       random_seed=1)
+    >>> sorted(pmp.pointwise_log_likelihood(idata, model, joint=True).data_vars)
+    ['a', 'b', 'z_joint']
     """
     import pymc as pm  # noqa: PLC0415
 
     owner = "pointwise_log_likelihood"
+    joint = _checks.boolean("joint", joint, owner=owner)
     model = pm.modelcontext(model)
     names = [var_names] if isinstance(var_names, str) else var_names
     slotted = _slot_likelihoods(model, names)
     if names is not None:
-        names = [v for v in names if v not in slotted]
+        taken = {v for found in slotted.values() for v in found}
+        names = [v for v in names if v not in taken]
     chosen = _collapsed(model, names, owner) if names is None or names else []
     if slotted:
         from .slot_predictive import DEFAULT_BASE_DRAWS  # noqa: PLC0415
@@ -261,20 +306,22 @@ def pointwise_log_likelihood(result, model=None, *, var_names=None, base_draws=N
     data_vars = {}
     for part in partitions:
         items = np.arange(partition_size(part))
-        fitted, source, keep, joint, given, _ = _terms_per_draw(result, model, part, items, owner)
+        fitted, source, keep, all_obs, given, norm = _terms_per_draw(result, model, part, items, owner)
         wanted = [j for j, rv in enumerate(fitted.likelihoods) if rv in chosen]
-        values = np.stack([joint - given[j] for j in wanted])
+        values = np.stack([all_obs - given[j] for j in wanted])
         shape = (source.chains.size, keep.size, fitted.n)
         for w, j in enumerate(wanted):
-            name = fitted.names[j]
-            dims = model.named_vars_to_dims.get(name) if hasattr(model, "named_vars_to_dims") else None
-            obs_dim = dims[0] if dims else f"{name}_dim_0"
-            data_vars[name] = (("chain", "draw", obs_dim), values[w].reshape(shape))
-    for name, part in slotted.items():
-        values, source = _slot_pointwise(result, model, part, base_draws, rng, owner)
+            data_vars[fitted.names[j]] = (("chain", "draw", _obs_dim(model, fitted.names[j])), values[w].reshape(shape))
+        if joint:
+            _add_joint(data_vars, part.name, _obs_dim(model, fitted.names[wanted[0]]), (all_obs - norm).reshape(shape),
+                       owner)
+    for part, wanted in slotted.items():
+        per_name, all_obs, source = _slot_pointwise(result, model, part, wanted, base_draws, rng, owner)
         keep = np.arange(source.draws.size)
-        dims = model.named_vars_to_dims.get(name) if hasattr(model, "named_vars_to_dims") else None
-        data_vars[name] = (("chain", "draw", dims[0] if dims else f"{name}_dim_0"), values)
+        for name, values in per_name.items():
+            data_vars[name] = (("chain", "draw", _obs_dim(model, name)), values)
+        if joint:
+            _add_joint(data_vars, part.name, _obs_dim(model, wanted[0]), all_obs, owner)
     if not data_vars:
         raise ValueError(f"{owner}: no collapsed or non-conjugate likelihood chosen")
     coords = {"chain": source.chains, "draw": source.draws[keep]}
@@ -288,7 +335,8 @@ def pointwise_log_likelihood(result, model=None, *, var_names=None, base_draws=N
     if slotted:
         ds.attrs["pointwise_nonconjugate"] = (
             "non-conjugate likelihoods: log p(y_i | z_-i, slot parameters of z_-i's clusters, y_-i), item i's cluster "
-            f"integrated out, the new-cluster term by Monte Carlo from {base_draws} base-measure draws")
+            f"integrated out, the new-cluster term by Monte Carlo from {base_draws} base-measure draws (with several "
+            "likelihoods on one partition: of likelihood f's observation given item i's others)")
     return ds
 
 

@@ -398,42 +398,71 @@ def _slot_density(result, x, model, rv, level, draws, weights, max_bytes, keep_d
     rng = _rng(random_seed, owner)
     fitted = SlotPredictive(model, rv, owner, base_draws)
     fitted.reseed(rng)
-    if isinstance(x, dict):
-        if set(x) != {fitted.obs.name}:
-            raise ValueError(f"{owner}: x names {sorted(map(str, x))}; the partition {rv.name!r} has one likelihood, "
-                             f"{fitted.obs.name!r}: pass its points (or {{{fitted.obs.name!r}: points}})")
-        x = x[fitted.obs.name]
-    points = _point_array(x, fitted.obs.name, fitted.dim, False, owner)
+    given, count, names = _slot_points(x, fitted, owner)
     values, source = partition_draws(result, rv.name, model, owner)
     if values.shape[2] != fitted.n:
         raise ValueError(f"{owner}: the posterior's {rv.name!r} has {values.shape[2]} items but the model's "
                          f"partition has n={fitted.n}")
     index, keep = _select(values.shape[:2], draws, owner)
-    count = points.shape[0]
     if index.size * count * 8 > max_bytes:
         raise MemoryError(f"{owner}: {index.size} draws x {count} points of densities exceed max_bytes="
                           f"{max_bytes}; pass draws= (per chain) or fewer points")
     w = _draw_weights(weights, (source.chains.size, source.draws.size), index, owner)
     labels, slots, inputs = fitted.read(posterior_dataset(result))
-    x_model = points if fitted.dim > 1 else points[:, 0]
+    xs = [None if p is None else (p if dim > 1 else p[:, 0]).astype(obs.dtype)
+          for p, dim, obs in zip(given, fitted.dims, fitted.likelihoods)]
     dens = np.empty((index.size, count))
     for j, s in enumerate(index):
-        dens[j] = np.exp(fitted.log_density(labels[s], [v[s] for v in slots], [v[s] for v in inputs], x_model))
+        dens[j] = np.exp(fitted.log_density(labels[s], [v[s] for v in slots], [v[s] for v in inputs], xs))
     lower, upper = _quantiles(dens, w, [(1.0 - level) / 2.0, (1.0 + level) / 2.0])
     attrs = {"description": "posterior predictive density of a new item: the mean over posterior draws of the "
                             "prior-weighted mixture of the likelihood under each cluster's slot parameters and a new "
                             "cluster (its term by Monte Carlo from the base measure)",
              "band": f"pointwise equal-tailed {level:.0%} quantiles over the draws of the density given the draw",
-             "level": level, "likelihoods": [fitted.obs.name], "partition_var": rv.name, "draws": int(index.size),
+             "level": level, "likelihoods": names, "partition_var": rv.name, "draws": int(index.size),
              "base_draws": fitted.base_draws, "weighted": weights is not None, "pymc_partitions_version": _version(),
              "created_at": datetime.datetime.now().isoformat()}
     out = xr.Dataset({"density": ("point", dens.T @ w), "lower": ("point", lower), "upper": ("point", upper)},
-                     coords=_coords([points], [fitted.obs.name], True), attrs=attrs)
+                     coords=_coords([p for p in given if p is not None], names, not isinstance(x, dict)),
+                     attrs=attrs)
     if keep_draws:
         out["density_draws"] = xr.DataArray(dens.reshape(source.chains.size, keep.size, count),
                                             dims=("chain", "draw", "point"),
                                             coords={"chain": source.chains, "draw": source.draws[keep]})
     return out
+
+
+def _slot_points(x, fitted, owner):
+    """:func:`_points` for a non-conjugate partition (:class:`SlotPredictive` ``fitted``): (points per
+    likelihood, None for those left out; number of points; names given). An integer likelihood's
+    points (e.g. Poisson counts) must be whole numbers."""
+    if isinstance(x, dict):
+        unknown = [k for k in x if k not in fitted.names]
+        if unknown:
+            raise ValueError(f"{owner}: x names {unknown}, which are not likelihoods of {fitted.name!r} "
+                             f"({fitted.names})")
+        if not x:
+            raise ValueError(f"{owner}: x is an empty dict; give points for at least one of {fitted.names}")
+        given = dict(x)
+    else:
+        if len(fitted.names) > 1:
+            raise ValueError(f"{owner}: the partition {fitted.name!r} has several likelihoods {fitted.names}: pass x as "
+                             "a dict {likelihood name: points} (the joint density of a new item's observations; "
+                             "likelihoods left out are marginalised)")
+        given = {fitted.names[0]: x}
+    out, count = [], None
+    for name, dim, obs in zip(fitted.names, fitted.dims, fitted.likelihoods):
+        if name not in given:
+            out.append(None)
+            continue
+        pts = _point_array(given[name], name, dim, False, owner)
+        if obs.dtype.startswith(("int", "uint")) and not np.all(pts == np.round(pts)):
+            raise ValueError(f"{owner}: points for {name!r} must be whole numbers (its likelihood is discrete)")
+        if count is not None and pts.shape[0] != count:
+            raise ValueError(f"{owner}: x gives {count} points for one likelihood and {pts.shape[0]} for {name!r}")
+        count = pts.shape[0]
+        out.append(pts)
+    return out, count, [n for n in fitted.names if n in given]
 
 
 def _density(read, x, level, weights, max_bytes, owner, keep_draws=False):

@@ -13,9 +13,16 @@ its error shrinks with their number too). The likelihood f is the user's PyMC gr
 labels and the observed data replaced by the new points' (so the likelihood must be per item with
 no per-item covariates: a regression's new item would need its own covariates).
 
+With several likelihoods on the partition (several observations of each item, e.g. ``y1 ~
+Normal(mu[z], s[z])`` and ``y2 ~ Poisson(exp(lam[z]))``) f is their product: an item's
+observations are independent given its cluster's parameters. A likelihood whose points are not
+given is left out of the product (marginalised: its factor integrates to one). The new-cluster
+term averages the product over the same base-measure draws.
+
 The same terms with x = y_i and z_{-i} (item i taken out of its block) give the pointwise value of
 :func:`~pymc_partitions.results.loo.loo` for these models: log p(y_i | z_{-i}, phi, y_{-i}), item
-i's cluster (and, when it opens one, its parameter) integrated out.
+i's cluster (and, when it opens one, its parameter) integrated out; with several likelihoods, that
+of likelihood f's observation given item i's others, as for collapsed likelihoods.
 """
 
 from __future__ import annotations
@@ -82,9 +89,11 @@ def _per_item_data(graph, blockers, n, obs_ndim):
 
 
 class SlotPredictive:
-    """The non-conjugate likelihood of a partition as functions of the points and of a posterior
-    draw: the log-likelihood of points under given parameters, fresh draws of the base measure, the
-    prior's parameters, each a compiled function of the free variables' (constrained) values."""
+    """The non-conjugate likelihoods of a partition as functions of the points and of a posterior
+    draw: the log-likelihood of points under given parameters (one function per likelihood; an
+    item's observations are independent given its cluster's parameters, so their joint is the sum),
+    fresh draws of the base measure, the prior's parameters, each a compiled function of the free
+    variables' (constrained) values."""
 
     def __init__(self, model, rv, owner, base_draws=DEFAULT_BASE_DRAWS, what="predictive density", points=True):
         self.owner = owner
@@ -94,48 +103,56 @@ class SlotPredictive:
         self.name = rv.name
         self.labels_dtype = np.dtype(rv.dtype)
         likelihoods = nonconjugate_likelihoods(model, rv)
-        if len(likelihoods) != 1:
-            raise ValueError(f"{owner}: the {what} of a non-conjugate partition needs exactly one likelihood indexed "
-                             f"by it; {rv.name!r} has {[o.name for o in likelihoods]}")
-        obs = likelihoods[0]
-        self.obs = obs
+        if not likelihoods:
+            raise ValueError(f"{owner}: the partition {rv.name!r} has no non-conjugate likelihood (slot parameters "
+                             f"indexed by it, e.g. mu[{rv.name}])")
+        self.likelihoods = likelihoods
+        self.names = [o.name for o in likelihoods]
         self.terms = PartitionTerms(model, rv, read_data=False, allow=likelihoods)
         self.n, self.k, self.prior_code = self.terms.n, self.terms.k, self.terms.prior_code
         self.slots = slot_variables(model, rv)
         free = list(model.free_RVs)
         labels = pt.vector(dtype=rv.dtype, name="labels")
         slot_in = [pt.tensor(dtype=s.dtype, shape=(None,) + s.type.shape[1:], name=s.name) for s in self.slots]
-        if points:  # the likelihood of new points x (any number): a likelihood without per-item covariates
-            if obs.ndim > 2:
-                raise ValueError(f"{owner}: {obs.name!r} has {obs.ndim} dimensions; the {what} takes items with at "
-                                 "most one trailing axis")
-            if not isinstance(obs.owner.op, RandomVariable):
-                raise ValueError(f"{owner}: the {what} of a non-conjugate partition takes a likelihood that is a plain "
-                                 f"PyMC distribution (a RandomVariable); {obs.name!r} is a "
-                                 f"{type(obs.owner.op).__name__}")
-            self.dim = 1 if obs.ndim == 1 else obs.type.shape[1]
-            x = pt.tensor(dtype=obs.dtype, shape=(None,) + obs.type.shape[1:], name="x")
-            node = obs.owner  # the likelihood without its size (n items): evaluated at any number of points
-            free_size = node.op.make_node(node.op.rng_param(node), None, *node.op.dist_params(node)).default_output()
-            logp = pm.logp(free_size, x)
-            covariates = _per_item_data([logp], free + [x], self.n, obs.ndim)
-            if covariates:
-                raise ValueError(f"{owner}: the likelihood {obs.name!r} has per-item data {covariates} besides its "
-                                 f"observed values (covariates, e.g. a regression's design matrix): the {what} of a "
-                                 "new item would need its own covariates, which this function does not take. Only a "
-                                 "likelihood per item with no per-item covariates is supported")
-        else:  # the likelihood of the n observed items (their own covariates, if any)
-            x = obs.type()
-            logp = pm.logp(obs, x)
+        graphs, xs, self.dims = [], [], []
+        for obs in likelihoods:
+            if points:  # the likelihood of new points x (any number): a likelihood without per-item covariates
+                if obs.ndim > 2:
+                    raise ValueError(f"{owner}: {obs.name!r} has {obs.ndim} dimensions; the {what} takes items with "
+                                     "at most one trailing axis")
+                if not isinstance(obs.owner.op, RandomVariable):
+                    raise ValueError(f"{owner}: the {what} of a non-conjugate partition takes likelihoods that are "
+                                     f"plain PyMC distributions (RandomVariables); {obs.name!r} is a "
+                                     f"{type(obs.owner.op).__name__}")
+                self.dims.append(1 if obs.ndim == 1 else obs.type.shape[1])
+                x = pt.tensor(dtype=obs.dtype, shape=(None,) + obs.type.shape[1:], name="x")
+                node = obs.owner  # the likelihood without its size (n items): evaluated at any number of points
+                free_size = node.op.make_node(node.op.rng_param(node), None,
+                                              *node.op.dist_params(node)).default_output()
+                logp = pm.logp(free_size, x)
+                covariates = _per_item_data([logp], free + [x], self.n, obs.ndim)
+                if covariates:
+                    raise ValueError(f"{owner}: the likelihood {obs.name!r} has per-item data {covariates} besides its "
+                                     f"observed values (covariates, e.g. a regression's design matrix): the {what} of "
+                                     "a new item would need its own covariates, which this function does not take. "
+                                     "Only a likelihood per item with no per-item covariates is supported")
+            else:  # the likelihood of the n observed items (their own covariates, if any)
+                x = obs.type()
+                logp = pm.logp(obs, x)
+            graphs.append(logp)
+            xs.append(x)
         others = [v for v in free if v is not rv and v not in self.slots]
-        self.inputs = [v for v in others if v in set(ancestors([logp] + self.slots + self.terms.hyper_variables[:2],
+        self.inputs = [v for v in others if v in set(ancestors(graphs + self.slots + self.terms.hyper_variables[:2],
                                                                blockers=free))]
         placeholders = [v.type() for v in self.inputs]
         replace = {rv: labels, **dict(zip(self.slots, slot_in)), **dict(zip(self.inputs, placeholders))}
-        graph = clone_replace(logp, replace=replace, rebuild_strict=False)
-        if graph.ndim > 1:
-            graph = graph.sum(axis=tuple(range(1, graph.ndim)))
-        self._loglik = pytensor.function(placeholders + slot_in + [labels, x], graph, on_unused_input="ignore")
+        self._loglik = []
+        for logp, x in zip(graphs, xs):
+            graph = clone_replace(logp, replace=replace, rebuild_strict=False)
+            if graph.ndim > 1:
+                graph = graph.sum(axis=tuple(range(1, graph.ndim)))
+            self._loglik.append(pytensor.function(placeholders + slot_in + [labels, x], graph,
+                                                  on_unused_input="ignore"))
         # the base measure: fresh draws of every slot given the other variables, `count` of them at
         # once (each slot RV's size with `count` on the slot axis: the slots are iid along it, slot
         # variables depend on each other slot by slot), else S per call
@@ -158,7 +175,7 @@ class SlotPredictive:
         prior = clone_replace(self.terms.hyper_variables[:2], replace=dict(zip(self.inputs, placeholders)))
         self._prior = pytensor.function(placeholders, prior, on_unused_input="ignore")
         self.n_slots = self.k if self.k > 0 else self.n
-        self._n_draws, self._fixed_new = 0, None
+        self._n_draws, self._fixed_new, self._fixed_items = 0, None, None
 
     def reseed(self, rng):
         pm.pytensorf.reseed_rngs(self._rngs, rng.integers(2**63))
@@ -172,7 +189,7 @@ class SlotPredictive:
             return np.asarray(da.values).reshape((-1,) + da.shape[2:])
 
         labels = flat(self.name).astype(np.int64)
-        self._n_draws, self._fixed_new = labels.shape[0], None
+        self._n_draws, self._fixed_new, self._fixed_items = labels.shape[0], None, None
         slots = [flat(s.name) for s in self.slots]
         for s, v in zip(self.slots, slots):
             if v.ndim < 2 or labels.size and (labels.min() < 0 or labels.max() >= v.shape[1]):
@@ -188,15 +205,23 @@ class SlotPredictive:
             raise ValueError(f"{self.owner}: {err}") from None
         return params
 
-    def loglik(self, inputs, slots, labels, x):
-        return np.asarray(self._loglik(*inputs, *slots, labels.astype(self.labels_dtype), x), np.float64)
+    def loglik(self, inputs, slots, labels, xs):
+        """(G,) log-likelihood of the points ``xs`` (one array per likelihood, None for one left
+        out: its points unobserved) under the slots ``labels`` picks: the sum over the likelihoods."""
+        out = 0.0
+        for f, x in zip(self._loglik, xs):
+            if x is not None:
+                out = out + np.asarray(f(*inputs, *slots, labels.astype(self.labels_dtype), x), np.float64)
+        return out
 
-    def block_logliks(self, inputs, slots, x):
-        """(L, G) log f(x_g | slot l) for every given slot value (slots: arrays (L, ...))."""
-        count, g = slots[0].shape[0], x.shape[0]
+    def block_logliks(self, inputs, slots, xs):
+        """(L, G) log f(x_g | slot l) for every given slot value (slots: arrays (L, ...)), the
+        points ``xs`` as in :meth:`loglik`."""
+        count = slots[0].shape[0]
+        g = next(x for x in xs if x is not None).shape[0]
         labels = np.repeat(np.arange(count), g)
-        xs = np.tile(x, (count,) + (1,) * (x.ndim - 1))
-        return self.loglik(inputs, slots, labels, xs).reshape(count, g)
+        tiled = [None if x is None else np.tile(x, (count,) + (1,) * (x.ndim - 1)) for x in xs]
+        return self.loglik(inputs, slots, labels, tiled).reshape(count, g)
 
     def base(self, inputs, count):
         """``count`` fresh draws of every slot from the base measure (arrays (count, ...))."""
@@ -213,56 +238,95 @@ class SlotPredictive:
         total = self.base_draws * max(self._n_draws, 1)
         return max(self.base_draws, min(total, MAX_POOLED_EVALUATIONS // max(per_point, 1)))
 
-    def new_cluster_loglik(self, inputs, x):
+    def new_cluster_loglik(self, inputs, xs):
         """(G,) log of the Monte Carlo average of f(x_g | theta) over ``base_draws`` draws theta ~ G0
-        (computed once if it is the same in every draw, see :meth:`_pooled`)."""
+        (f the product of the likelihoods given points in ``xs``; computed once if it is the same in
+        every draw, see :meth:`_pooled`)."""
         if not self.inputs and self._fixed_new is not None:
             return self._fixed_new
-        m = self._pooled(x.shape[0]) if not self.inputs else self.base_draws
+        g = next(x for x in xs if x is not None).shape[0]
+        m = self._pooled(g) if not self.inputs else self.base_draws
         base = self.base(inputs, m)
-        out = _logsumexp(self.block_logliks(inputs, base, x), axis=0) - math.log(m)
+        out = _logsumexp(self.block_logliks(inputs, base, xs), axis=0) - math.log(m)
         if not self.inputs:
             self._fixed_new = out
         return out
 
-    def loo_terms(self, labels, slots, inputs, y):
-        """(n,) log p(y_i | z_{-i}, phi, y_{-i}) of the observed items ``y`` given one draw: item i's
-        cluster integrated out under the prior's conditional given the other items' partition
-        (its own block's parameter dropped when it is alone), a new cluster's by Monte Carlo."""
+    def _new_cluster_items(self, inputs, ys):
+        """((n,) joint, (F, n) without each likelihood) log Monte Carlo averages over theta ~ G0 of
+        prod_f f(y_i^f | theta) and of prod_{g != f} g(y_i^g | theta), item i with its own draws,
+        the same draws for every product (computed once if the same in every draw)."""
+        if not self.inputs and self._fixed_items is not None:
+            return self._fixed_items
+        n = self.n
+        m = min(self._pooled(n), max(self.base_draws, MAX_POOLED_CALLS)) if not self.inputs else self.base_draws
+        base = self.base(inputs, m * n)
+        each = np.zeros((len(ys), m, n))  # per likelihood, base draw, item
+        for j in range(m):
+            draw = [b[j * n:(j + 1) * n] for b in base]
+            for f, y in enumerate(ys):
+                one = [None] * len(ys)
+                one[f] = y
+                each[f, j] = self.loglik(inputs, draw, np.arange(n), one)
+        total = each.sum(axis=0)
+        joint = _logsumexp(total, axis=0) - math.log(m)
+        without = np.stack([_logsumexp(_sum_except(each, f), axis=0) - math.log(m) for f in range(len(ys))])
+        if not self.inputs:  # the same in every draw: computed once
+            self._fixed_items = (joint, without)
+        return joint, without
+
+    def loo_terms(self, labels, slots, inputs, ys):
+        """Of the observed items ``ys`` (one array per likelihood) given one draw, with w_k the
+        prior's weights of item i joining block k of z_{-i} (its own block's parameter dropped when it
+        is alone) or a new one, whose parameter is integrated over G0 by Monte Carlo:
+
+        * ``joint`` (n,) = log sum_k w_k prod_f f(y_i^f | k),
+        * ``given`` (F, n) = log sum_k w_k prod_{g != f} g(y_i^g | k),
+        * ``norm`` (n,) = log sum_k w_k,
+
+        as :func:`pymc_partitions.results.loo._loo_terms` for collapsed likelihoods: ``joint - norm``
+        is log p(y_i | z_{-i}, phi, y_{-i}) of all of item i's observations, ``joint - given[f]``
+        that of likelihood f's given the others."""
         n = labels.shape[0]
         blocks, inverse, sizes = np.unique(labels, return_inverse=True, return_counts=True)
         k = blocks.size
         own = [s[blocks] for s in slots]
-        loglik = np.stack([self.loglik(inputs, own, np.full(n, b), y) for b in range(k)])  # (K, n)
-        if self.inputs or self._fixed_new is None:
-            m = min(self._pooled(n), max(self.base_draws, MAX_POOLED_CALLS)) if not self.inputs else self.base_draws
-            base = self.base(inputs, m * n)
-            each = np.stack([self.loglik(inputs, [b[j * n:(j + 1) * n] for b in base], np.arange(n), y)
-                             for j in range(m)])
-            new = _logsumexp(each, axis=0) - math.log(m)
-            if not self.inputs:  # the same in every draw: computed once
-                self._fixed_new = new
-        new = self._fixed_new if not self.inputs else new
+        each = np.zeros((len(ys), k, n))  # per likelihood, block, item
+        for f, y in enumerate(ys):
+            one = [None] * len(ys)
+            one[f] = y
+            for b in range(k):
+                each[f, b] = self.loglik(inputs, own, np.full(n, b), one)
+        new_joint, new_without = self._new_cluster_items(inputs, ys)
         params = self.prior_params(inputs)
         join_table = np.array([-np.inf] + [log_join_weight(self.prior_code, params, c) for c in range(1, n + 1)])
         others = sizes[:, None] - (inverse[None, :] == np.arange(k)[:, None])  # block sizes without item i
         log_join = join_table[others]
         k_others = k - (sizes[inverse] == 1)
         new_table = {c: log_new_weight(self.prior_code, params, c) for c in (k - 1, k)}
-        log_new = np.array([new_table[c] for c in k_others])
+        log_new = np.array([new_table[c] for c in k_others])[None, :]
         with np.errstate(invalid="ignore"):
-            terms = np.vstack([log_join + loglik, (log_new + new)[None, :]])
-        return _logsumexp(terms, axis=0) - _logsumexp(np.vstack([log_join, log_new[None, :]]), axis=0)
+            joint = _logsumexp(np.vstack([log_join + each.sum(axis=0), log_new + new_joint]), axis=0)
+            given = np.stack([_logsumexp(np.vstack([log_join + _sum_except(each, f), log_new + new_without[f]]),
+                                         axis=0) for f in range(len(ys))])
+        norm = _logsumexp(np.vstack([log_join, log_new]), axis=0)
+        return joint, given, norm
 
-    def log_density(self, labels, slots, inputs, x):
-        """(G,) log p(x | draw): the prior-weighted mixture over the draw's blocks and a new one."""
+    def log_density(self, labels, slots, inputs, xs):
+        """(G,) log p(x | draw): the prior-weighted mixture over the draw's blocks and a new one of
+        the likelihoods of the points ``xs`` (one array per likelihood, None: left out)."""
         blocks, first, sizes = np.unique(labels, return_index=True, return_counts=True)
         params = self.prior_params(inputs)
         logw = np.array([log_join_weight(self.prior_code, params, m) for m in sizes]
                         + [log_new_weight(self.prior_code, params, blocks.size)])
         logw -= _logsumexp(logw, axis=0)
-        occupied = self.block_logliks(inputs, [s[blocks] for s in slots], x)
+        occupied = self.block_logliks(inputs, [s[blocks] for s in slots], xs)
         terms = np.vstack([occupied + logw[:-1, None]])
         if np.isfinite(logw[-1]):
-            terms = np.vstack([terms, (self.new_cluster_loglik(inputs, x) + logw[-1])[None, :]])
+            terms = np.vstack([terms, (self.new_cluster_loglik(inputs, xs) + logw[-1])[None, :]])
         return _logsumexp(terms, axis=0)
+
+
+def _sum_except(each, f):
+    """Sum over axis 0 of ``each`` leaving out row f (0 with one row; no -inf - -inf)."""
+    return sum((each[g] for g in range(each.shape[0]) if g != f), np.zeros(each.shape[1:]))
