@@ -388,14 +388,15 @@ def _finite_model(n, k, index=lambda z: z, seed=0):
 
 def test_finite_dirichlet_auxiliaries_cost_one_likelihood_evaluation_each():
     """With k slots for n >> k items, each of an item's m auxiliaries is one row of an (n, ...) base
-    draw, so a draw evaluates the likelihood of all items K + m + opened + slot_steps times (it used
+    draw, so a draw evaluates the likelihood of all items K + m + opened + slot_steps + 1 times (the
+    slot update's current density once, then one per step; it used
     to take n / k evaluations per auxiliary, the work of n slots n / k times over: 34x the CRP's draw
     at n = 2000, k = 5, benchmarks/bench_nonconjugate_finite.py)."""
     model, _ = _finite_model(60, 3)
     step = pmp.NonConjugateGibbs([model["z"]], model=model, m=3, slot_steps=2)
     setup_chain(step, 0)
     calls = [0]
-    for name in ("_item_ll", "_rows_ll"):
+    for name in ("_item_ll", "_rows_ll", "_cluster_logp"):
         compiled = getattr(step.nc, name)
 
         def counted(*args, _f=compiled):
@@ -408,7 +409,7 @@ def test_finite_dirichlet_auxiliaries_cost_one_likelihood_evaluation_each():
         calls[0] = 0
         before = len(np.unique(point["z"]))
         point, info = step.step(point)
-        assert calls[0] == before + 3 + info[0]["opened"] + 2
+        assert calls[0] == before + 3 + info[0]["opened"] + 2 + 1
 
 
 @pytest.mark.parametrize("index, fast", [(lambda z: z, True), (lambda z: z.astype("int8"), False)],
