@@ -48,7 +48,8 @@ match the single chains' error at equal total compute: the pairs that M* process
 when the coupled variance per process is not larger), with a bootstrap interval of the variance
 ratio over the processes.
 
-``--pairs-only N``: no single chains and no budget, N pairs of coupled chains alone (k, m from the
+``--pairs-only N``: no single chains and no budget, N pairs of coupled chains alone (seeds
+(seed, 5, i), distinct from the processes' pairs; k, m from the
 pilot as above), stopped early after ``--wall-limit`` seconds of wall time (the pairs done so far
 are reported): the tail of the pair estimates (quantiles, the largest |estimate - truth|, meeting
 times after k), their mean against the truth, SD, CPU per pair and the inefficiency SD^2 x CPU;
@@ -220,6 +221,10 @@ def main():
     args = parser.parse_args()
     if any(v < 0 for v in [args.pgsm, *(args.single_pgsm or [])]):
         parser.error("--pgsm and --single-pgsm take numbers of moves >= 0")
+    if args.pairs_only is not None and args.pairs_only < 1:
+        parser.error("--pairs-only takes a number of pairs >= 1")
+    if not args.wall_limit > 0:
+        parser.error("--wall-limit takes a number of seconds > 0")
     singles_pgsm = args.single_pgsm if args.single_pgsm is not None else [args.pgsm]
     what = (f"{args.pairs_only} pairs alone (wall limit {args.wall_limit} s)" if args.pairs_only else
             f"{args.processes} processes x {args.budget} CPU s per estimator, single chains pgsm {singles_pgsm}")
