@@ -7,6 +7,8 @@ estimates of E[share of the largest cluster | gene data] at a fixed CPU budget p
     python benchmarks/bench_parallel_accuracy.py --budget 0.1     # a harder, shorter budget
     python benchmarks/bench_parallel_accuracy.py --truth 0.32074 0.00005   # skip the long chains
     python benchmarks/bench_parallel_accuracy.py --pgsm 1 ...     # + 1 CRN-coupled PGSM move per iteration
+    python benchmarks/bench_parallel_accuracy.py --pgsm 1 --single-pgsm 0 1 ...   # both single-chain variants
+    python benchmarks/bench_parallel_accuracy.py --pgsm 1 --pairs-only 2000 --wall-limit 1800 ...  # pairs alone: tail
 
 Model: the gene data (``pmp.datasets.load_gene()``, n = 200, D = 50), CRP(1), NormalNormal with
 mu0 = 0, sigma0 = 0.5, sigma = 1.3 (as ``bench_coupling.py``); h(z) = size of the largest block / n.
@@ -14,9 +16,11 @@ mu0 = 0, sigma0 = 0.5, sigma = 1.3 (as ``bench_coupling.py``); h(z) = size of th
 Each simulated "process" gets ``--budget`` CPU seconds (``time.process_time`` inside a worker, so a
 busy machine slows the run but does not shorten a process's work) for each estimator:
 
-* single chain: Gibbs sweeps from ``--init`` (default one block, as seed 000's runs) until the
-  budget is spent; the ergodic average of h over sweeps k .. end (the same burn-in k as the
-  coupled chains);
+* single chain: Gibbs sweeps (+ ``--single-pgsm`` PGSM moves per iteration; by default as many
+  as the coupled chains' ``--pgsm``) from ``--init`` (default one block, as seed 000's runs) until
+  the budget is spent; the ergodic average of h over sweeps k .. end (the same burn-in k as the
+  coupled chains). ``--single-pgsm 0 1`` runs both variants in every process (a budget each) and
+  reports each against the same coupled estimates;
 * coupled chains: OT-coupled pairs (``coupling.parallel.UnbiasedJob``, the same starts, lag 1)
   giving H_{k:m} (``coupling.unbiased.run_pair``, the machinery of ``pmp.sample_unbiased``), as
   many as the budget allows; a pair still running when the budget ends is discarded, except the
@@ -39,13 +43,24 @@ processes (2 cores here). Then, for disjoint blocks of M processes, the RMSE aga
 the single-chain average and of all the block's pairs aggregated by the plain mean, the median of
 means (``pmp.summarize_unbiased(estimator="median_of_means")``'s aggregator, min(24, pairs // 2)
 groups) and 1% / 5% trimmed means, with their mean errors (biases); and per pair the SD, CPU and
-inefficiency SD^2 x CPU. Prints tables; never fails.
+inefficiency SD^2 x CPU. Per single-chain variant it also states the number of pairs needed to
+match the single chains' error at equal total compute: the pairs that M* processes run (M* = 1
+when the coupled variance per process is not larger), with a bootstrap interval of the variance
+ratio over the processes.
+
+``--pairs-only N``: no single chains and no budget, N pairs of coupled chains alone (seeds
+(seed, 5, i), distinct from the processes' pairs; k, m from the
+pilot as above), stopped early after ``--wall-limit`` seconds of wall time (the pairs done so far
+are reported): the tail of the pair estimates (quantiles, the largest |estimate - truth|, meeting
+times after k), their mean against the truth, SD, CPU per pair and the inefficiency SD^2 x CPU;
+``--save FILE.npz`` keeps the estimates, meeting times and CPU seconds. Prints tables; never fails.
 """
 
 from __future__ import annotations
 
 import argparse
 import concurrent.futures as cf
+import dataclasses
 import os
 import platform
 import time
@@ -81,12 +96,15 @@ def gene_inputs():
 
 
 _JOB = None
+_SINGLES = ()  # one job per single-chain variant (its pgsm setting gives the single chain's kernel)
 
 
-def _init(job):
-    global _JOB
-    _JOB = job
+def _init(job, singles=()):
+    global _JOB, _SINGLES
+    _JOB, _SINGLES = job, tuple(singles)
     job.warm_up()
+    for single in _SINGLES:
+        single.warm_up()
     job.run(np.random.SeedSequence(12345))  # (loads every compiled function a pair uses, before any clock)
 
 
@@ -128,15 +146,27 @@ def coupled_chains(job, seed, budget):
 
 
 def one_process(args):
+    """([(single-chain average, iterations, CPU s) per single-chain variant], coupled mean, pairs,
+    unmet, coupled CPU s, the pairs' estimates)."""
     seed, budget = args
     job = _JOB
-    rng = np.random.default_rng([seed, 0])
-    c0 = time.process_time()
-    s, sweeps = single_chain(job, rng, budget, job.k)
+    singles = []
+    for i, single in enumerate(_SINGLES):
+        rng = np.random.default_rng([seed, 0] if i == 0 else [seed, 0, i])
+        c0 = time.process_time()
+        s, sweeps = single_chain(single, rng, budget, job.k)
+        singles.append((s, sweeps, time.process_time() - c0))
     c1 = time.process_time()
     c, pairs, unmet, estimates = coupled_chains(job, [seed, 1], budget)
     c2 = time.process_time()
-    return s, sweeps, c1 - c0, c, pairs, unmet, c2 - c1, estimates
+    return singles, c, pairs, unmet, c2 - c1, estimates
+
+
+def one_pair(seed):
+    """(H_{k:m} or NaN, tau, CPU s) of one pair run to the end."""
+    c0 = time.process_time()
+    r = _JOB.run(np.random.SeedSequence(seed))
+    return (float(r.estimate[0]) if r.met else np.nan), (r.tau if r.met else -1), time.process_time() - c0
 
 
 def truth_chain(args):
@@ -179,15 +209,32 @@ def main():
     parser.add_argument("--quantile", type=float, default=0.99, help="k = this quantile of the pilot's meeting times")
     parser.add_argument("--multiple", type=int, default=10, help="m = multiple * k")
     parser.add_argument("--pgsm", type=int, default=0, help="PGSM moves per iteration (CRN-coupled; 0: Gibbs only)")
+    parser.add_argument("--single-pgsm", type=int, nargs="+", metavar="MOVES",
+                        help="PGSM moves per iteration of the single chains, one variant per value, each with its "
+                             "own budget in every process (default: as --pgsm)")
     parser.add_argument("--k-m", type=int, nargs=2, metavar=("K", "M"), help="k and m given (skips the pilot)")
+    parser.add_argument("--pairs-only", type=int, metavar="N",
+                        help="run N coupled pairs alone (no single chains, no budget) and report their tail")
+    parser.add_argument("--wall-limit", type=float, default=float("inf"),
+                        help="--pairs-only: submit no pair after this many wall seconds")
+    parser.add_argument("--save", help="--pairs-only: save the estimates, meeting times and CPU to this .npz")
     args = parser.parse_args()
+    if any(v < 0 for v in [args.pgsm, *(args.single_pgsm or [])]):
+        parser.error("--pgsm and --single-pgsm take numbers of moves >= 0")
+    if args.pairs_only is not None and args.pairs_only < 1:
+        parser.error("--pairs-only takes a number of pairs >= 1")
+    if not args.wall_limit > 0:
+        parser.error("--wall-limit takes a number of seconds > 0")
+    singles_pgsm = args.single_pgsm if args.single_pgsm is not None else [args.pgsm]
+    what = (f"{args.pairs_only} pairs alone (wall limit {args.wall_limit} s)" if args.pairs_only else
+            f"{args.processes} processes x {args.budget} CPU s per estimator, single chains pgsm {singles_pgsm}")
     print(f"# bench_parallel_accuracy: Python {platform.python_version()}, {os.cpu_count()} cores, "
-          f"load {os.getloadavg()[0]:.2f}; {args.processes} processes x {args.budget} CPU s per estimator, "
-          f"init {args.init}, pgsm {args.pgsm}, "
+          f"load {os.getloadavg()[0]:.2f}; {what}, init {args.init}, coupled pgsm {args.pgsm}, "
           f"{args.workers} workers", flush=True)
     fam, code, params = gene_inputs()
+    n = fam.data.shape[0]
     base = dict(pack=fam, prior_code=code, prior_params=params, h=largest_share, coupling="ot", init=args.init,
-                pgsm=pgsm_settings(args.pgsm or None, fam.data.shape[0]))
+                pgsm=pgsm_settings(args.pgsm or None, n))
     w0 = time.perf_counter()
     if args.k_m is not None:
         k, m = args.k_m
@@ -204,7 +251,11 @@ def main():
               f"90% {np.quantile(met, 0.9):.0f}, max {met.max()}, unmet {np.sum(taus < 0)}; k = {k}, m = {m}",
               flush=True)
     job = UnbiasedJob(**base, k=k, m=m, max_iter=max(5000, 20 * m))
-    with cf.ProcessPoolExecutor(args.workers, initializer=_init, initargs=(job,)) as pool:
+    if args.pairs_only:
+        pairs_only(job, args, k)
+        return
+    singles = [dataclasses.replace(job, pgsm=pgsm_settings(v or None, n)) for v in singles_pgsm]
+    with cf.ProcessPoolExecutor(args.workers, initializer=_init, initargs=(job, singles)) as pool:
         c0 = time.perf_counter()
         if args.truth is not None:
             truth, truth_se = args.truth
@@ -218,25 +269,45 @@ def main():
             truth_se = float(max(batch.std(ddof=1) / np.sqrt(batch.size), means.std(ddof=1) / np.sqrt(means.size)))
             print(f"ground truth: {truth:.5f} +- {truth_se:.5f} (SE; {args.truth_chains} chains x "
                   f"{args.truth_sweeps} sweeps after 1000, chain means {np.round(means, 5).tolist()}; "
-                  f"{time.perf_counter() - c0:.0f} s wall)", flush=True)
+                  f"{time.perf_counter() - c0:.0f} s wall; the coupled chains' kernel)",
+                  flush=True)
         rows = list(pool.map(one_process, [(args.seed + 10_000 + r, args.budget) for r in range(args.processes)],
                              chunksize=1))
     wall = time.perf_counter() - w0
-    per_process = [r[7] for r in rows]
-    s, sweeps, s_cpu, c, pairs, unmet, c_cpu = (np.array(v, float) for v in zip(*(r[:7] for r in rows)))
+    per_process = [r[5] for r in rows]
+    c, pairs, unmet, c_cpu = (np.array(v, float) for v in zip(*(r[1:5] for r in rows)))
     ok = np.isfinite(c)
-    print(f"\nper process: single chain {np.mean(sweeps):.0f} sweeps in {np.mean(s_cpu):.2f} CPU s; coupled "
-          f"{np.mean(pairs):.1f} pairs (min {pairs.min():.0f}, max {pairs.max():.0f}) in {np.mean(c_cpu):.2f} CPU s; "
-          f"pairs not met {unmet.sum():.0f}; processes without a met pair {np.sum(~ok)}; wall {wall:.0f} s", flush=True)
+    print(f"\nper process: coupled {np.mean(pairs):.1f} pairs (min {pairs.min():.0f}, max {pairs.max():.0f}) in "
+          f"{np.mean(c_cpu):.2f} CPU s; pairs not met {unmet.sum():.0f}; processes without a met pair {np.sum(~ok)}; "
+          f"wall {wall:.0f} s", flush=True)
     c = c[ok]
-    bias_s, bias_c = s.mean() - truth, c.mean() - truth
-    var_s, var_c = s.var(ddof=1), c.var(ddof=1)
-    print(f"single: bias {bias_s:+.5f} (+- {2 * np.sqrt(var_s / s.size):.5f}), SD per process {np.sqrt(var_s):.5f}")
+    bias_c, var_c = c.mean() - truth, c.var(ddof=1)
     print(f"coupled: bias {bias_c:+.5f} (+- {2 * np.sqrt(var_c / c.size):.5f}), SD per process {np.sqrt(var_c):.5f}")
     qs = np.quantile(c, [0.0, 0.01, 0.5, 0.99, 1.0])
     print(f"coupled estimates per process: min / 1% / median / 99% / max = {' / '.join(f'{v:.4f}' for v in qs)}; "
           f"SD without the 1% farthest from the median: "
           f"{np.std(c[np.argsort(np.abs(c - np.median(c)))[: int(0.99 * c.size)]], ddof=1):.5f}")
+    cpu = np.concatenate([[c_cpu[r] / max(1, len(e))] * len(e) for r, e in enumerate(per_process)])
+    every = np.concatenate([np.asarray(e, float) for e in per_process])
+    print(f"per pair: {every.size} pairs, min {every.min():.5f}, max {every.max():.5f}, largest |estimate - truth| "
+          f"{np.abs(every - truth).max():.5f}, SD {every.std(ddof=1):.5f}, CPU {cpu.mean():.4f} s (process CPU / its "
+          f"pairs), inefficiency SD^2 x CPU {every.var(ddof=1) * cpu.mean():.3g}; per process: var x coupled CPU "
+          f"{var_c * np.mean(c_cpu):.3g}")
+    for v, column in zip(singles_pgsm, range(len(singles_pgsm))):
+        s, sweeps, s_cpu = (np.array(x, float) for x in zip(*(r[0][column] for r in rows)))
+        single_report(f"single chain, Gibbs + {v} PGSM move(s) per iteration" if v else "single chain, Gibbs only",
+                      s, sweeps, s_cpu, c, c_cpu, pairs, truth, truth_se, per_process)
+    print(f"\nload at the end {os.getloadavg()[0]:.2f}; process CPU of this run (parent) {time.process_time():.1f} s")
+
+
+def single_report(name, s, sweeps, s_cpu, c, c_cpu, pairs, truth, truth_se, per_process):
+    """The figure's table, the crossover and the robust table of one single-chain variant against the
+    coupled estimates (``c``: the processes' means of their pairs)."""
+    print(f"\n## {name}: {np.mean(sweeps):.0f} iterations per process in {np.mean(s_cpu):.2f} CPU s "
+          f"(coupled / single CPU per process {np.mean(c_cpu) / np.mean(s_cpu):.2f})")
+    bias_s, var_s, var_c = s.mean() - truth, s.var(ddof=1), c.var(ddof=1)
+    print(f"single: bias {bias_s:+.5f} (+- {2 * np.sqrt(var_s / s.size):.5f}), SD per process {np.sqrt(var_s):.5f}, "
+          f"var x CPU {var_s * np.mean(s_cpu):.3g}")
     print("\n| M | single: error | single: +-2 SE | single covers truth | coupled: error | coupled: +-2 SE | "
           "coupled covers truth | predicted RMSE single | predicted RMSE coupled |")
     print("|---|---|---|---|---|---|---|---|---|")
@@ -253,21 +324,67 @@ def main():
     se_bias = np.sqrt(var_s / s.size + truth_se ** 2)
     verdict = "significant" if abs(bias_s) > 2 * se_bias else "NOT significant at 2 SE: the crossover is not measured"
     print(f"\nsingle-chain bias {bias_s:+.5f}, SE {se_bias:.5f} (processes and ground truth): {verdict}")
-    if gap > 0 and var_c > var_s:
+    boot = np.random.default_rng(0)
+    ratios = []
+    for _ in range(2000):  # processes resampled in pairs (the same process ran both estimators)
+        i = boot.integers(0, min(s.size, c.size), min(s.size, c.size))
+        ratios.append(c[i].var(ddof=1) / s[i].var(ddof=1))
+    lo, hi = np.quantile(ratios, [0.025, 0.975])
+    print(f"variance per process, coupled / single: {var_c / var_s:.3g} (bootstrap 95%: {lo:.3g} - {hi:.3g})")
+    per = np.mean(pairs)
+    if var_c <= var_s:
+        print(f"coupled chains win at every M (their variance per process is not larger): pairs needed to match the "
+              f"single chains' error at equal compute = the pairs of M = 1 process, {per:.1f}")
+    elif gap > 0:
         cross = (var_c - var_s) / gap
-        print(f"\ncrossover (predicted RMSE): coupled chains win from M* = {cross:.0f} processes, i.e. "
-              f"{cross * np.mean(pairs):.0f} pairs ({np.mean(pairs):.1f} per process)")
-    elif var_c <= var_s:
-        print("\ncoupled chains win at every M (their variance per process is not larger)")
+        print(f"crossover (predicted RMSE): coupled chains win from M* = {cross:.0f} processes, i.e. "
+              f"{cross * per:.0f} pairs ({per:.1f} per process)"
+              + ("" if abs(bias_s) > 2 * se_bias else " -- resting on an insignificant bias, not a result"))
     else:
-        print("\nno crossover: the single chains show no bias")
+        print("no crossover: the single chains show no bias")
     robust_table(per_process, s, truth)
-    cpu = np.concatenate([[c_cpu[r] / max(1, len(e))] * len(e) for r, e in enumerate(per_process)])
-    every = np.concatenate([np.asarray(e, float) for e in per_process])
-    print(f"\nper pair: {every.size} pairs, SD {every.std(ddof=1):.5f}, CPU {cpu.mean():.4f} s (process CPU / its pairs), "
-          f"inefficiency SD^2 x CPU {every.var(ddof=1) * cpu.mean():.3g}; per process (budget {args.budget} s): "
-          f"var x budget {var_c * args.budget:.3g} (single chain: {var_s * args.budget:.3g})")
-    print(f"load at the end {os.getloadavg()[0]:.2f}; process CPU of this run (parent) {time.process_time():.1f} s")
+
+
+def pairs_only(job, args, k):
+    """N pairs alone, 2 * workers in flight, none submitted after the wall limit; the tail reported."""
+    truth = args.truth[0] if args.truth is not None else np.nan
+    w0 = time.perf_counter()
+    est, tau, cpu = [], [], []
+    with cf.ProcessPoolExecutor(args.workers, initializer=_init, initargs=(job,)) as pool:
+        pending, nxt = set(), 0
+        while pending or nxt < args.pairs_only:
+            while (nxt < args.pairs_only and len(pending) < 2 * args.workers
+                   and time.perf_counter() - w0 < args.wall_limit):
+                pending.add(pool.submit(one_pair, [args.seed, 5, nxt]))
+                nxt += 1
+            if not pending:
+                break
+            done, pending = cf.wait(pending, return_when=cf.FIRST_COMPLETED)
+            for f in done:
+                e, t, c = f.result()
+                est.append(e), tau.append(t), cpu.append(c)
+            if len(est) % 100 == 0 and done:
+                print(f"  {len(est)} pairs, {time.perf_counter() - w0:.0f} s wall", flush=True)
+    est, tau, cpu = np.array(est), np.array(tau), np.array(cpu)
+    if args.save:
+        np.savez(args.save, estimates=est, tau=tau, cpu=cpu, k=k, m=job.m, truth=truth)
+    met = np.isfinite(est)
+    e = est[met]
+    print(f"\n{est.size} pairs of {args.pairs_only} ({time.perf_counter() - w0:.0f} s wall), not met {np.sum(~met)}; "
+          f"k = {k}, m = {job.m}; meeting times median {np.median(tau[met]):.0f}, 99% {np.quantile(tau[met], 0.99):.0f}, "
+          f"max {tau[met].max()}; met after k: {np.sum(tau[met] > k)} pairs ({np.mean(tau[met] > k):.2%})")
+    qs = [0.0, 0.001, 0.01, 0.05, 0.5, 0.95, 0.99, 0.999, 1.0]
+    print("\n| " + " | ".join(f"q {q:g}" for q in qs) + " | largest abs(estimate - truth) |")
+    print("|" + "---|" * (len(qs) + 1))
+    print("| " + " | ".join(f"{v:.5f}" for v in np.quantile(e, qs)) + f" | {np.abs(e - truth).max():.5f} |")
+    late = e[tau[met] > k]
+    print(f"\nestimates of the pairs met after k: {np.round(np.sort(late), 5).tolist()[:20]}")
+    sd = e.std(ddof=1)
+    print(f"mean {e.mean():.5f} (+- {2 * sd / np.sqrt(e.size):.5f}), error against the truth {e.mean() - truth:+.5f}; "
+          f"SD per pair {sd:.5f} (without the 1% farthest from the median "
+          f"{np.std(e[np.argsort(np.abs(e - np.median(e)))[: int(0.99 * e.size)]], ddof=1):.5f}); CPU per pair "
+          f"{cpu.mean():.4f} s (median {np.median(cpu):.4f}); inefficiency SD^2 x CPU {sd ** 2 * cpu.mean():.3g}")
+    print(f"load at the end {os.getloadavg()[0]:.2f}")
 
 
 def _aggregates(estimates, k_groups):
