@@ -46,7 +46,7 @@ def test_result_groups_and_roundtrip(tmp_path):
     ds = unbiased(result)
     assert ds["k"].dims == ("pair",) and ds["top3"].dims == ("pair", "rank")
     assert list(ds["rank"].values) == [1, 2, 3]
-    assert ds.attrs["coupling"] == "ot" and ds.attrs["k"] == 1 and ds.attrs["m"] == 3
+    assert ds.attrs["coupling"] == "aligned" and ds.attrs["k"] == 1 and ds.attrs["m"] == 3
     assert ds.attrs["pymc_partitions_version"] == pmp.__version__
     faults = dict(interrupted=0, interrupted_during="none", worker_failures=0, retries=2, pair_timeout="none")
     assert {key: ds.attrs[key] for key in faults} == faults

@@ -178,7 +178,7 @@ class _Progress:
             self.bar.stop()
 
 
-def sample_unbiased(model=None, h=None, n_pairs: int | None = 100, coupling: str = "ot", lag: int = 1,
+def sample_unbiased(model=None, h=None, n_pairs: int | None = 100, coupling: str = "aligned", lag: int = 1,
                     k: int | None = None, m: int | None = None, max_iter: int = 10_000, cores: int | None = None,
                     executor=None, random_seed=None, progressbar: bool = True, eps: float = 0.0,
                     init="prior", time_budget: float | None = None, record_distance: bool = False,
@@ -187,7 +187,7 @@ def sample_unbiased(model=None, h=None, n_pairs: int | None = 100, coupling: str
     """Unbiased estimates of E[h(partition) | data] from pairs of coupled Gibbs chains.
 
     Each pair runs two lagged collapsed-Gibbs chains whose per-item draws are coupled (by default
-    with the optimal transport coupling of seed 000) until they meet, and returns the unbiased
+    maximally under an overlap pairing of their clusters, ``coupling="aligned"``) until they meet, and returns the unbiased
     estimator H_{k:m} of Jacob, O'Leary & Atchadé (2020). Pairs are independent, so they run in
     parallel; their average is unbiased with an honest standard error
     (:func:`summarize_unbiased`). With ``pgsm``, each iteration also applies Particle Gibbs
@@ -212,13 +212,14 @@ def sample_unbiased(model=None, h=None, n_pairs: int | None = 100, coupling: str
         :mod:`pymc_partitions.h` for built-ins.
     n_pairs : int
         Number of pairs (ignored when ``time_budget`` is given).
-    coupling : {"ot", "maximal", "crn", "independent", "aligned"}
+    coupling : {"aligned", "ot", "maximal", "crn", "independent"}
         How the two chains' Gibbs draws are coupled (see
-        :class:`pymc_partitions.coupling.sweep.GibbsSweeps`). ``"aligned"`` pairs each cluster of
+        :class:`pymc_partitions.coupling.sweep.GibbsSweeps`). ``"aligned"`` (default) pairs each cluster of
         one chain with the cluster of the other it overlaps most and draws both assignments from
         the maximal coupling under that pairing: no transport problem per item, so a coupled
-        sweep costs about half as much as with ``"ot"`` while the chains meet in about as many
-        sweeps (figures in benchmarks/README.md, "Cost of one OT-coupled sweep").
+        sweep costs about half as much as with ``"ot"`` (seed 000's optimal-transport coupling) while
+        the chains meet in about as many sweeps (figures in benchmarks/README.md, "Cost of one
+        OT-coupled sweep").
     lag : int
         Lag between the chains (>= 1).
     k, m : int, optional
