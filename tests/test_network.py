@@ -364,3 +364,8 @@ def test_sample_unbiased_with_pgsm_refuses_the_network_clearly():
     with pytest.raises(NotImplementedError, match=r"sample_unbiased: PGSM moves \(pgsm=\) do not support the network"):
         pmp.sample_unbiased(model, h={"k": pmp.h.n_clusters}, n_pairs=2, k=1, m=2, random_seed=0, pgsm=1,
                             progressbar=False)
+    # the default (pgsm="auto") runs Gibbs sweeps alone on it
+    result = pmp.sample_unbiased(model, h={"k": pmp.h.n_clusters}, n_pairs=2, k=1, m=2, random_seed=0, cores=1,
+                                 progressbar=False)
+    attrs = (result["unbiased"].to_dataset() if hasattr(result["unbiased"], "to_dataset") else result["unbiased"]).attrs
+    assert attrs["pgsm_moves"] == 0

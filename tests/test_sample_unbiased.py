@@ -242,7 +242,7 @@ def test_pgsm_moves_end_to_end_identical_on_a_process_pool(tmp_path):
     assert {key: ds.attrs[key] for key in expected} == expected
     assert unbiased(load(save(serial, tmp_path / "pgsm.nc"))).attrs["pgsm_num_particles"] == 8
     pool = unbiased(pmp.sample_unbiased(model, cores=2, **run))
-    gibbs = unbiased(pmp.sample_unbiased(model, cores=1, **RUN))
+    gibbs = unbiased(pmp.sample_unbiased(model, cores=1, **RUN, pgsm=None))
     assert gibbs.attrs["pgsm_moves"] == 0 and "pgsm_num_particles" not in gibbs.attrs
     for name in H:
         assert np.array_equal(ds[name].values, pool[name].values)
@@ -280,3 +280,13 @@ def test_dask_local_cluster_gives_the_same_results():
     assert unbiased(on_dask).attrs["executor"] == "Client"
     for name in H:
         assert np.array_equal(serial[name].values, unbiased(on_dask)[name].values)
+
+
+def test_pgsm_is_one_move_by_default_and_a_bad_string_is_refused():
+    """pgsm="auto" (the default) is one PGSM move per iteration (None for the network likelihood, in
+    tests/test_network.py); any other string is refused naming the argument."""
+    model, _, _ = model_and_exact()
+    ds = unbiased(pmp.sample_unbiased(model, cores=1, **RUN))
+    assert ds.attrs["pgsm_moves"] == 1 and ds.attrs["pgsm_num_particles"] == 20
+    with pytest.raises(TypeError, match=r"sample_unbiased: pgsm must be None, .* or 'auto', got 'one'"):
+        pmp.sample_unbiased(model, cores=1, **RUN, pgsm="one")

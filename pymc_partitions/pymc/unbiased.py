@@ -26,6 +26,7 @@ from ..coupling.parallel import (Interrupts, RunReport, UnbiasedJob, check_init,
 from ..coupling.split_merge import pgsm_settings, refuse_pgsm_network
 from ..coupling.sweep import COUPLINGS
 from ..coupling.unbiased import check_h_value, check_k_m, suggest_k_m
+from ..families.kernels import has_network
 from .compat import made_group, new_result
 from .distributions import is_partition
 from .terms import PartitionTerms
@@ -182,7 +183,7 @@ def sample_unbiased(model=None, h=None, n_pairs: int | None = 100, coupling: str
                     k: int | None = None, m: int | None = None, max_iter: int = 10_000, cores: int | None = None,
                     executor=None, random_seed=None, progressbar: bool = True, eps: float = 0.0,
                     init="prior", time_budget: float | None = None, record_distance: bool = False,
-                    pilot_pairs: int = 20, mp_ctx=None, pgsm=None, retries: int = 2,
+                    pilot_pairs: int = 20, mp_ctx=None, pgsm="auto", retries: int = 2,
                     pair_timeout: float | None = None, hyper_scale: float = 0.5):
     """Unbiased estimates of E[h(partition) | data] from pairs of coupled Gibbs chains.
 
@@ -258,8 +259,13 @@ def sample_unbiased(model=None, h=None, n_pairs: int | None = 100, coupling: str
         Pairs of the pilot run that chooses ``k`` and ``m`` when they are not given.
     mp_ctx : str or multiprocessing context, optional
         Start method of the default process pool, as in ``pm.sample``.
-    pgsm : int or dict, optional
-        None (default): Gibbs sweeps only. An int: that many PGSM moves per iteration after the
+    pgsm : "auto", int, dict or None
+        ``"auto"`` (default): one PGSM move per iteration, except for the network likelihood
+        (None there). One move removes the rare pairs that meet late with huge estimates, which
+        dominate the variance of Gibbs-only coupling: on the gene data from one block the
+        variance x CPU of a pair fell ~30,000-fold, at ~8x the CPU per pair (benchmarks/README.md,
+        "Issue 22 item 3 with pgsm=1"). None: Gibbs sweeps only (cheaper per pair where plain
+        Gibbs already mixes well). An int: that many PGSM moves per iteration after the
         coupled Gibbs sweep, with default settings. A dict: ``moves`` (default 1) and any of
         ``num_particles`` (20), ``resample_threshold`` (0.5), ``num_anchors`` (2), ``annealed``
         (True); anchors are uniform (informed proposals adapt per chain and cannot be coupled).
@@ -340,8 +346,13 @@ def sample_unbiased(model=None, h=None, n_pairs: int | None = 100, coupling: str
     rv = _partition_of(model)
     hyper_rvs = free_hyperparameters(model, rv)
     terms = PartitionTerms(model, rv)
-    pgsm = pgsm_settings(pgsm, terms.n)
     prior_params, pack = terms.kernel_inputs(model.initial_point())
+    if isinstance(pgsm, str):
+        if pgsm != "auto":
+            raise TypeError(f"{owner}: pgsm must be None, a number of moves per iteration, a dict of settings or "
+                            f"'auto', got {pgsm!r}")
+        pgsm = None if has_network(pack) or terms.n < 2 else 1
+    pgsm = pgsm_settings(pgsm, terms.n)
     if pgsm is not None:
         refuse_pgsm_network(pack, owner)  # (before any work)
     terms.check_prior_params(prior_params)
