@@ -67,7 +67,7 @@ from .compat import BlockedStep, ChainSetupMixin, Competence, ancestors
 from .distributions import CollapsedLikelihoodRV, constant_value, is_partition
 from .terms import PartitionTerms, _resolve_rv
 
-__all__ = ["NonConjugateModel", "NonConjugateGibbs", "nonconjugate_likelihoods", "slot_variables"]
+__all__ = ["NonConjugateModel", "NonConjugateGibbs", "nonconjugate_likelihoods", "sizes_with_count", "slot_variables"]
 
 #: indexing by an integer array (PyTensor 3 has AdvancedSubtensor only; 2.x also AdvancedSubtensor1)
 #: Cap on ``m`` (an (n, m) table of log-likelihoods is built every sweep).
@@ -325,12 +325,7 @@ class NonConjugateModel:
         # ... and `count` of them at once (each slot RV's size with `count` on the slot axis), if every slot
         # variable is a RandomVariable with a size
         count = pt.iscalar("count")
-        resized = {}
-        for v in self.slot_rvs:
-            node = v.owner
-            size = node.op.size_param(node) if isinstance(node.op, RandomVariable) else None
-            if isinstance(getattr(size, "type", None), TensorType) and size.type.ndim == 1:
-                resized[size] = pt.concatenate([pt.atleast_1d(count).astype(size.dtype), size[1:]])
+        resized = sizes_with_count(self.slot_rvs, count)
         batched = len(resized) == len(self.slot_rvs)
         draws = clone_replace(self.slot_rvs, replace=replace)
         many = clone_replace(self.slot_rvs, replace={**replace, **resized}, rebuild_strict=False) if batched else []
@@ -791,3 +786,16 @@ def add_nonconjugate_steps(model, step):
                              "(the labels and slots are updated as one block)")
         added.append(NonConjugateGibbs([rv], model=model))
     return step if not added else given + added
+
+
+def sizes_with_count(slot_rvs, count):
+    """{size of each slot variable: the same size with ``count`` on the slot axis}, for the slot
+    variables that are RandomVariables with a size: replacing them draws ``count`` slots at once
+    (all of them only if the dict has an entry per variable)."""
+    resized = {}
+    for v in slot_rvs:
+        node = v.owner
+        size = node.op.size_param(node) if isinstance(node.op, RandomVariable) else None
+        if isinstance(getattr(size, "type", None), TensorType) and size.type.ndim == 1:
+            resized[size] = pt.concatenate([pt.atleast_1d(count).astype(size.dtype), size[1:]])
+    return resized

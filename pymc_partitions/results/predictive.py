@@ -229,8 +229,9 @@ def _read_result(result, model, var_name, owner, draws=None):
     return fitted, labels.astype(np.int64), index, keep, source
 
 
-def _points(x, fitted, owner):
-    """(points per likelihood, None for those left out; number of points; names given)."""
+def _given_points(x, fitted, owner):
+    """{likelihood name: points} from ``x``: a dict naming likelihoods of ``fitted`` (not empty), or the
+    points of its only likelihood."""
     if isinstance(x, dict):
         unknown = [k for k in x if k not in fitted.names]
         if unknown:
@@ -245,6 +246,12 @@ def _points(x, fitted, owner):
                              "a dict {likelihood name: points} (the joint density of a new item's observations; "
                              "likelihoods left out are marginalised)")
         given = {fitted.names[0]: x}
+    return given
+
+
+def _points(x, fitted, owner):
+    """(points per likelihood, None for those left out; number of points; names given)."""
+    given = _given_points(x, fitted, owner)
     out, count = [], None
     for name, dim, op, rv in zip(fitted.names, fitted.dims, fitted.ops, fitted.likelihoods):
         if name not in given:
@@ -436,20 +443,7 @@ def _slot_points(x, fitted, owner):
     """:func:`_points` for a non-conjugate partition (:class:`SlotPredictive` ``fitted``): (points per
     likelihood, None for those left out; number of points; names given). An integer likelihood's
     points (e.g. Poisson counts) must be whole numbers."""
-    if isinstance(x, dict):
-        unknown = [k for k in x if k not in fitted.names]
-        if unknown:
-            raise ValueError(f"{owner}: x names {unknown}, which are not likelihoods of {fitted.name!r} "
-                             f"({fitted.names})")
-        if not x:
-            raise ValueError(f"{owner}: x is an empty dict; give points for at least one of {fitted.names}")
-        given = dict(x)
-    else:
-        if len(fitted.names) > 1:
-            raise ValueError(f"{owner}: the partition {fitted.name!r} has several likelihoods {fitted.names}: pass x as "
-                             "a dict {likelihood name: points} (the joint density of a new item's observations; "
-                             "likelihoods left out are marginalised)")
-        given = {fitted.names[0]: x}
+    given = _given_points(x, fitted, owner)
     out, count = [], None
     for name, dim, obs in zip(fitted.names, fitted.dims, fitted.likelihoods):
         if name not in given:

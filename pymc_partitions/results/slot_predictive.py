@@ -37,14 +37,13 @@ from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.graph.basic import Constant
 from pytensor.graph.replace import clone_replace
 from pytensor.tensor.random.op import RandomVariable
-from pytensor.tensor.type import TensorType
 from pytensor.tensor.random.type import RandomGeneratorType, RandomType
 
 from .._checks import integer
 from ..priors import log_join_weight, log_new_weight
 from ..pymc.compat import ancestors
 from ..pymc.distributions import is_partition
-from ..pymc.nonconjugate import nonconjugate_likelihoods, slot_variables
+from ..pymc.nonconjugate import nonconjugate_likelihoods, sizes_with_count, slot_variables
 from ..pymc.terms import PartitionTerms
 
 __all__ = ["SlotPredictive", "DEFAULT_BASE_DRAWS", "MAX_BASE_DRAWS", "has_slots"]
@@ -157,12 +156,7 @@ class SlotPredictive:
         # once (each slot RV's size with `count` on the slot axis: the slots are iid along it, slot
         # variables depend on each other slot by slot), else S per call
         count = pt.iscalar("count")
-        resized = {}
-        for v in self.slots:
-            node = v.owner
-            size = node.op.size_param(node) if isinstance(node.op, RandomVariable) else None
-            if isinstance(getattr(size, "type", None), TensorType) and size.type.ndim == 1:
-                resized[size] = pt.concatenate([pt.atleast_1d(count).astype(size.dtype), size[1:]])
+        resized = sizes_with_count(self.slots, count)
         self._batched = len(resized) == len(self.slots)
         replace = dict(zip(self.inputs, placeholders))
         if self._batched:
