@@ -232,13 +232,14 @@ class _SweptAtChainXsValues(HyperSweeps):
         self._hyper_steps(x, y, rng)
 
 
-def _one_iteration_laws(kernel_class, which, reps=1500, pgsm=None):
+def _one_iteration_laws(kernel_class, which, reps=1500, pgsm=None, coupling="ot"):
     """(K, hyperparameter) of chain y after one coupled iteration from two different states, and
-    after one single-chain iteration from y's state (``pgsm``: the kernel's PGSM moves)."""
+    after one single-chain iteration from y's state (``pgsm``: the kernel's PGSM moves;
+    ``coupling``: of the Gibbs sweep)."""
     model = sigma_model() if which == "sigma" else alpha_model()
     terms = PartitionTerms(model, "z")
     hyper = PyMCHyperModel(model, model["z"], terms, [model[which]])
-    kernel = kernel_class(hyper, "ot", 0.0, 0.6, pgsm=pgsm)
+    kernel = kernel_class(hyper, coupling, 0.0, 0.6, pgsm=pgsm)
     rng = np.random.default_rng(5)
     lx, ly = np.zeros(N, np.int64), np.array([0, 1, 2, 0, 1, 2])
     vx, vy = (-0.5, 0.4) if which == "sigma" else (-3.0, 1.5)
@@ -271,14 +272,16 @@ def _same_law(coupled, single):
     return min(stats.chi2_contingency(table)[1], _ks_same(coupled[:, 1], single[:, 1]))
 
 
+@pytest.mark.parametrize("coupling", ["ot", "aligned"])
 @pytest.mark.parametrize("which", ["sigma", "alpha"])
-def test_a_coupled_iteration_leaves_each_chains_kernel_unchanged(which):
+def test_a_coupled_iteration_leaves_each_chains_kernel_unchanged(which, coupling):
     """One whole coupled iteration (sweep at each chain's own hyperparameters, then the
     hyperparameter steps) from two different states: chain y's (K, hyperparameter) has the law
     of the single-chain iteration from y's state (chi-square on K, KS on the hyperparameter)."""
-    assert _same_law(*_one_iteration_laws(HyperSweeps, which)) > 1e-3
+    assert _same_law(*_one_iteration_laws(HyperSweeps, which, coupling=coupling)) > 1e-3
 
 
-def test_power_a_sweep_at_the_other_chains_alpha_fails():
+@pytest.mark.parametrize("coupling", ["ot", "aligned"])
+def test_power_a_sweep_at_the_other_chains_alpha_fails(coupling):
     """Sweeping chain y at chain x's alpha (e^-3 against y's e^1.5) changes y's law: detected."""
-    assert _same_law(*_one_iteration_laws(_SweptAtChainXsValues, "alpha")) < 1e-3
+    assert _same_law(*_one_iteration_laws(_SweptAtChainXsValues, "alpha", coupling=coupling)) < 1e-3

@@ -100,14 +100,14 @@ class _PGSMAtChainXsAlpha(HyperSweeps):
         self._hyper_steps(x, y, rng)
 
 
-def _after_one_coupled_iteration(kernel_class, stationary, reps=1500):
+def _after_one_coupled_iteration(kernel_class, stationary, reps=1500, coupling="ot"):
     """(K, alpha) of the chain ``stationary`` ("x" or "y") after one coupled iteration with one
-    PGSM move, that chain started from an exact posterior draw and the other at one block with
-    alpha = e^-3 (far from it)."""
+    PGSM move (Gibbs sweeps coupled by ``coupling``), that chain started from an exact posterior
+    draw and the other at one block with alpha = e^-3 (far from it)."""
     model = alpha_model()
     terms = PartitionTerms(model, "z")
     hyper = PyMCHyperModel(model, model["z"], terms, [model["alpha"]])
-    kernel = kernel_class(hyper, "ot", 0.0, 0.6, pgsm=1)
+    kernel = kernel_class(hyper, coupling, 0.0, 0.6, pgsm=1)
     draw, p_k, alpha_cdf = exact_alpha_sampler()
     rng = np.random.default_rng(7)
 
@@ -133,13 +133,14 @@ def _after_one_coupled_iteration(kernel_class, stationary, reps=1500):
     return p_chi2, p_ks
 
 
+@pytest.mark.parametrize("coupling", ["ot", "aligned"])
 @pytest.mark.parametrize("stationary", ["x", "y"])
-def test_a_coupled_iteration_with_pgsm_keeps_each_chain_at_the_exact_posterior(stationary):
+def test_a_coupled_iteration_with_pgsm_keeps_each_chain_at_the_exact_posterior(stationary, coupling):
     """One coupled iteration (Gibbs sweeps, PGSM moves, Escobar-West, each at the chain's own
     alpha) started with one chain at an exact posterior draw and the other far away: that
     chain's K and alpha still follow the exact posterior (chi-square on K against enumeration,
     KS on alpha against the quadrature CDF)."""
-    assert min(_after_one_coupled_iteration(HyperSweeps, stationary)) > 1e-3
+    assert min(_after_one_coupled_iteration(HyperSweeps, stationary, coupling=coupling)) > 1e-3
 
 
 def test_power_pgsm_at_the_other_chains_alpha_fails():
@@ -147,11 +148,12 @@ def test_power_pgsm_at_the_other_chains_alpha_fails():
     assert min(_after_one_coupled_iteration(_PGSMAtChainXsAlpha, "y")) < 1e-4
 
 
+@pytest.mark.parametrize("coupling", ["ot", "aligned"])
 @pytest.mark.parametrize("which", ["sigma", "alpha"])
-def test_a_coupled_iteration_with_pgsm_is_the_single_chain_iteration(which):
+def test_a_coupled_iteration_with_pgsm_is_the_single_chain_iteration(which, coupling):
     """From two different states, chain y's (K, hyperparameter) after one coupled iteration with
     PGSM has the law of the single-chain iteration (Gibbs, PGSM, hyperparameter steps) from y's state."""
-    assert _same_law(*_one_iteration_laws(HyperSweeps, which, pgsm=1)) > 1e-3
+    assert _same_law(*_one_iteration_laws(HyperSweeps, which, pgsm=1, coupling=coupling)) > 1e-3
 
 
 # ----------------------------------------------------------------------------- faithfulness
