@@ -76,7 +76,8 @@ def overhead():
         z = pmp.Partition("z", pmp.CRP(1.0), n=n)
         pmp.NormalNormal("y", partition=z, mu0=0.0, sigma0=0.5, sigma=1.3, observed=y)
     rows = []
-    for label, make in [("pm.sample, pmp.CollapsedGibbs", lambda: [pmp.CollapsedGibbs([z])]),
+    for label, make in [("pm.sample, pmp.GibbsSplitMerge (the default)", lambda: [pmp.GibbsSplitMerge([z])]),
+                        ("pm.sample, pmp.CollapsedGibbs", lambda: [pmp.CollapsedGibbs([z])]),
                         ("pm.sample, a step returning its point", lambda: [Unchanged([z])])]:
         for rep in range(2):  # the first run warms caches; the second is timed
             clock = Clock()

@@ -209,3 +209,33 @@ def keyed_bits(key, index):
 def keyed_uniform(key, index):
     """A uniform on [0, 1) (53 bits) at position ``index`` of the stream with key ``key``."""
     return float(keyed_bits(key, index) >> np.uint64(11)) * (1.0 / 9007199254740992.0)
+
+
+@numba.njit(cache=True)
+def keyed_sweep_numbers(n, reps, moves, seed):
+    """The randomness of ``reps`` repetitions of (``moves`` split-merge moves, one random-scan
+    sweep) over ``n`` items, from one 64-bit ``seed``: visiting orders (reps, n), each a uniform
+    permutation (Fisher-Yates); uniforms (reps, n) on [0, 1); anchor pairs (reps, moves, 2), two
+    distinct items uniformly; and the moves' own seeds (reps, moves). One compiled call instead of
+    a handful of numpy draws, which cost a step on small data sets more than its sweep did."""
+    if moves > 0 and n < 2:
+        raise ValueError("keyed_sweep_numbers: a split-merge move needs at least two items")
+    orders = np.empty((reps, n), np.int64)
+    uniforms = np.empty((reps, n))
+    pairs = np.empty((reps, moves, 2), np.int64)
+    seeds = np.empty((reps, moves), np.uint64)
+    for r in range(reps):
+        order_key, uniform_key = stream_key(seed, 4 * r), stream_key(seed, 4 * r + 1)
+        pair_key, seed_key = stream_key(seed, 4 * r + 2), stream_key(seed, 4 * r + 3)
+        for t in range(n):
+            orders[r, t] = t
+            uniforms[r, t] = keyed_uniform(uniform_key, t)
+        for t in range(n - 1, 0, -1):
+            s = min(int(keyed_uniform(order_key, t) * (t + 1)), t)
+            orders[r, t], orders[r, s] = orders[r, s], orders[r, t]
+        for m in range(moves):
+            first = min(int(keyed_uniform(pair_key, 2 * m) * n), n - 1)
+            second = min(int(keyed_uniform(pair_key, 2 * m + 1) * (n - 1)), max(n - 2, 0))
+            pairs[r, m, 0], pairs[r, m, 1] = first, second + (second >= first)
+            seeds[r, m] = keyed_bits(seed_key, m)
+    return orders, uniforms, pairs, seeds

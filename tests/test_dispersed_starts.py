@@ -131,14 +131,16 @@ def planted_network(n=200, k=4, degree=10.0, ratio=6.0, seed=200):
 def test_rhat_across_dispersed_chains_catches_a_trapped_chain():
     """Collapsed Gibbs alone on a planted-partition network (n = 200, 4 blocks; the issue's
     example): from dispersed starts some chains reach the planted level and another stays in an
-    under-split trap, tens of nats below; PyMC's R-hat of the log joint flags it (> 1.01)."""
+    under-split trap, tens of nats below; PyMC's R-hat of the log joint flags it (> 1.01). (The
+    seed is one where the scenario occurs: 9 of seeds 1-12 trap 1-3 of the 4 chains, each with
+    R-hat >= 1.5; the first two asserts check that it did)."""
     import arviz as az  # noqa: PLC0415
 
     edges, truth = planted_network()
     with pm.Model():
         z = pmp.Partition("z", pmp.CRP(1.0), n=200)
         pmp.BetaBernoulliNetwork("A", partition=z, a=1.0, b=1.0, observed=edges)
-        idata = pm.sample(draws=150, tune=150, chains=4, cores=1, step=[pmp.CollapsedGibbs([z])], random_seed=5,
+        idata = pm.sample(draws=150, tune=150, chains=4, cores=1, step=[pmp.CollapsedGibbs([z])], random_seed=1,
                           progressbar=False, compute_convergence_checks=False)
     log_joint = posterior_dataset(idata, "sample_stats")["log_joint"].values
     k = posterior_dataset(idata)["z_n_clusters"].values

@@ -13,10 +13,11 @@ import numpy as np
 import pymc as pm
 
 from .. import _checks
+from .._numeric import draw_seed, keyed_sweep_numbers
 from ..priors import PITMAN_YOR, log_eppf_sizes, valid_parameters
 from ..samplers.concentration import escobar_west_log
 from ..families.kernels import has_network
-from ..samplers.gibbs import gibbs_sweeps
+from ..samplers.gibbs import check_prior, gibbs_sweeps
 from ..samplers.gibbs_sams import GibbsSAMSKernel
 from ..samplers.gibbs_sams import _run as gibbs_sams_run
 from ..samplers.jain_neal import JainNealKernel
@@ -127,11 +128,7 @@ class CollapsedGibbs(_PartitionStep):
 
     def step(self, point):
         labels, prior_params, pack = self._inputs(point)
-        n = self.terms.n
-        orders = np.empty((self.sweeps, n), np.int64)
-        for s in range(self.sweeps):
-            orders[s] = self.rng.permutation(n)
-        uniforms = self.rng.random((self.sweeps, n))
+        orders, uniforms, _, _ = keyed_sweep_numbers(self.terms.n, self.sweeps, 0, draw_seed(self.rng))
         new, lj = gibbs_sweeps(labels, pack, self.terms.prior_code, prior_params, orders, uniforms)
         return self._with_labels(point, new), [{"n_clusters": int(new.max()) + 1, "log_joint": float(lj)}]
 
@@ -495,9 +492,12 @@ class GibbsSplitMerge(_PartitionStep):
         labels = np.ascontiguousarray(labels, dtype=np.int64)
         n = labels.shape[0]
         if not self.network:
-            kernel = GibbsSAMSKernel(pack, self.terms.prior_code, prior_params, reps=reps, moves=self.moves)
-            orders, uniforms, pairs, seeds = kernel.random_numbers(rng, n)
-            return gibbs_sams_run(labels, pack, kernel.prior_code, kernel.prior_params, orders, uniforms, pairs, seeds)
+            if getattr(self, "_checked_pack", None) is not pack:  # (a pack is checked once, not every draw)
+                GibbsSAMSKernel(pack, self.terms.prior_code, prior_params, reps=reps, moves=self.moves)
+                self._checked_pack = pack
+            code, params = check_prior(n, self.terms.prior_code, prior_params, type(self).__name__)
+            orders, uniforms, pairs, seeds = keyed_sweep_numbers(n, reps, self.moves, draw_seed(rng))
+            return gibbs_sams_run(labels, pack, code, params, orders, uniforms, pairs, seeds)
         counts = np.zeros(3, np.int64)
         mover = JainNealKernel(pack, self.terms.prior_code, prior_params, self.intermediate_scans) if self.moves else None
         for _ in range(reps):

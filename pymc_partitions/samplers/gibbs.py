@@ -19,7 +19,7 @@ import numba
 import numpy as np
 
 from .. import _checks
-from .._numeric import check_uniforms, draw_log_weights, runtime_int
+from .._numeric import check_uniforms, draw_log_weights, draw_seed, keyed_sweep_numbers, runtime_int
 from ..families.kernels import (FamilyPack, check_pack, has_network, pack_init, pack_log_marginal, pack_log_preds,
                                 pack_update, refuse_network)
 from ..partition import as_labels, canonicalize_dense_into, index_array
@@ -260,9 +260,9 @@ class GibbsKernel:
         self.sweeps = _checks.integer("sweeps", sweeps, low=1, owner="GibbsKernel")
 
     def random_numbers(self, rng: np.random.Generator, n: int):
-        """The randomness of one call: visiting orders (random scan) and uniforms."""
-        orders = np.stack([rng.permutation(n) for _ in range(self.sweeps)])
-        return orders, rng.random((self.sweeps, n))
+        """The randomness of one call: visiting orders (random scan) and uniforms, from one seed
+        drawn from ``rng`` (:func:`~pymc_partitions._numeric.keyed_sweep_numbers`)."""
+        return keyed_sweep_numbers(n, self.sweeps, 0, draw_seed(rng))[:2]
 
     def step(self, labels, rng: np.random.Generator):
         """One call: returns (canonical labels, log joint)."""

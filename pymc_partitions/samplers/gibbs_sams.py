@@ -31,7 +31,8 @@ import numba
 import numpy as np
 
 from .. import _checks
-from .._numeric import check_uniforms, draw_log_weights, keyed_uniform, runtime_int, stream_key
+from .._numeric import (check_uniforms, draw_log_weights, draw_seed, keyed_sweep_numbers, keyed_uniform, runtime_int,
+                        stream_key)
 from ..families.kernels import (FamilyPack, merge_work_size, pack_init, pack_log_marginal, pack_log_preds,
                                 pack_merge, pack_update)
 from ..partition import as_labels, canonicalize_dense_into, index_array
@@ -317,17 +318,9 @@ class GibbsSAMSKernel:
             raise ValueError(f"{owner}: a split-merge move needs at least two items (pass moves=0)")
 
     def random_numbers(self, rng: np.random.Generator, n: int):
-        """(orders, uniforms, pairs, seeds) of one call."""
-        orders = np.empty((self.reps, n), np.int64)
-        for r in range(self.reps):
-            orders[r] = rng.permutation(n)
-        uniforms = rng.random((self.reps, n))
-        first = rng.integers(0, n, size=(self.reps, self.moves))
-        second = rng.integers(0, max(n - 1, 1), size=(self.reps, self.moves))
-        second += second >= first  # uniform on the other n - 1 items
-        pairs = np.stack([first, second], axis=-1).astype(np.int64)
-        seeds = rng.integers(0, 2**64, size=(self.reps, self.moves), dtype=np.uint64)
-        return orders, uniforms, pairs, seeds
+        """(orders, uniforms, pairs, seeds) of one call, from one seed drawn from ``rng``
+        (:func:`~pymc_partitions._numeric.keyed_sweep_numbers`)."""
+        return keyed_sweep_numbers(n, self.reps, self.moves, draw_seed(rng))
 
     def step(self, labels, rng: np.random.Generator):
         """One call: (canonical labels, log joint, counts)."""
