@@ -58,7 +58,11 @@ def test_kernel_tests_pass_with_bounds_checking(tmp_path):
     here = os.path.dirname(os.path.abspath(__file__))
     env = dict(os.environ, NUMBA_BOUNDSCHECK="1", NUMBA_CACHE_DIR=str(tmp_path / "numba_cache"),
                PYTHONDONTWRITEBYTECODE="1")
-    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *[os.path.join(here, f) for f in FILES]]
+    # One process (-n 0, overriding pyproject's -n auto): the child's xdist workers would each compile
+    # the kernels both need before either has cached them, and the run already shares the machine
+    # with the outer run's other worker.
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "0",
+           *[os.path.join(here, f) for f in FILES]]
     start, cpu_start = time.perf_counter(), _children_cpu()
     proc = subprocess.run(cmd, cwd=os.path.dirname(here), env=env, capture_output=True, text=True,
                           timeout=BOUNDSCHECK_TIMEOUT)

@@ -180,6 +180,17 @@ def fitted6():
     return _fit(slot_model6(), 1500, 300, 5)
 
 
+@pytest.fixture(scope="module")
+def collapsed6():
+    """(collapsed model, its result): the reference of two tests, sampled once (draws identical to
+    sampling it in each; the log-likelihood group is computed after the draws)."""
+    model = collapsed_model6()
+    with model:
+        cidata = pm.sample(draws=1500, tune=200, chains=2, cores=1, random_seed=6, progressbar=False,
+                           compute_convergence_checks=False, idata_kwargs={"log_likelihood": True})
+    return model, cidata
+
+
 def _chain_ess(traces):
     """Sum over chains of the effective sample size of a (chains, draws) trace."""
     from enumeration import ess
@@ -237,7 +248,7 @@ def _exact_item_means(parts, p):
     return out
 
 
-def test_posterior_predictive_uses_each_items_cluster_parameter(fitted6):
+def test_posterior_predictive_uses_each_items_cluster_parameter(fitted6, collapsed6):
     """pm.sample_posterior_predictive on the slot model: given each draw, y_rep_i ~ N(mu[z_i], sigma)
     (residuals exactly iid N(0, 1); the residual from another slot is not); the replicates' means
     match the exact posterior mean of each item's cluster mean (enumeration) and the collapsed
@@ -259,10 +270,7 @@ def test_posterior_predictive_uses_each_items_cluster_parameter(fitted6):
     exact_means = _exact_item_means(parts, p)
     traces = [rep[..., i] for i in range(len(Y6))]
     assert _z_scores(rep.mean(axis=(0, 1)), exact_means, traces).max() < 4.5
-    collapsed = collapsed_model6()
-    with collapsed:
-        cidata = pm.sample(draws=1500, tune=200, chains=2, cores=1, random_seed=6, progressbar=False,
-                           compute_convergence_checks=False)
+    collapsed, cidata = collapsed6
     crep = posterior_dataset(pmp.sample_posterior_predictive(cidata, collapsed, random_seed=8),
                              "posterior_predictive")["y"].values[..., 0]
     se = np.sqrt(np.array([np.var(t) / _chain_ess(t) for t in traces])
@@ -308,18 +316,14 @@ def test_compute_log_likelihood_integrates_each_items_cluster_out(fitted6):
     assert not np.allclose(ll["y"].values, stats.norm.logpdf(Y6, own, SIGMA))
 
 
-def test_loo_matches_the_collapsed_model(fitted6):
+def test_loo_matches_the_collapsed_model(fitted6, collapsed6):
     """pmp.loo on the slot model (pointwise values with item i's cluster integrated out) estimates the
     elpd of the collapsed NormalNormal on the same data: within a fraction of its SE, all Pareto k good."""
     model, idata = fitted6
     with model:
         pm.compute_log_likelihood(idata, progressbar=False)
     slot = pmp.loo(idata)
-    collapsed = collapsed_model6()
-    with collapsed:
-        cidata = pm.sample(draws=1500, tune=200, chains=2, cores=1, random_seed=6, progressbar=False,
-                           compute_convergence_checks=False, idata_kwargs={"log_likelihood": True})
-    ref = pmp.loo(cidata)
+    ref = pmp.loo(collapsed6[1])
     get = (lambda o, k: float(getattr(o, k))) if hasattr(slot, "elpd") else (lambda o, k: float(o[k]))
     elpd, se = ("elpd", "se") if hasattr(slot, "elpd") else ("elpd_loo", "se")
     assert abs(get(slot, elpd) - get(ref, elpd)) < 0.5 * get(ref, se)
