@@ -9,9 +9,17 @@ estimates of E[share of the largest cluster | gene data] at a fixed CPU budget p
     python benchmarks/bench_parallel_accuracy.py --pgsm 1 ...     # + 1 CRN-coupled PGSM move per iteration
     python benchmarks/bench_parallel_accuracy.py --pgsm 1 --single-pgsm 0 1 ...   # both single-chain variants
     python benchmarks/bench_parallel_accuracy.py --pgsm 1 --pairs-only 2000 --wall-limit 1800 ...  # pairs alone: tail
+    python benchmarks/bench_parallel_accuracy.py --coupling aligned --lag 200 --k-m 100 1000 --budget 0.16 ...  # lagged pairs
 
 Model: the gene data (``pmp.datasets.load_gene()``, n = 200, D = 50), CRP(1), NormalNormal with
 mu0 = 0, sigma0 = 0.5, sigma = 1.3 (as ``bench_coupling.py``); h(z) = size of the largest block / n.
+``--data faithful``: Old Faithful, both columns standardised, NIW(0, 0.1, 4, I), CRP(0.33).
+
+``--lag L`` (default 1): the coupled chains run L iterations apart (Jacob et al. 2020). With L at
+least the single chain's relaxation time from ``--init``, the bias correction of a pair is about
+minus the relaxation excess of its lagging chain, a systematic term with a light tail, instead of
+a sum of differences between two chains that are in different states (lag 1).
+``--single-burn`` sets the single chains' burn-in (default: k, the coupled chains' burn-in).
 
 Each simulated "process" gets ``--budget`` CPU seconds (``time.process_time`` inside a worker, so a
 busy machine slows the run but does not shorten a process's work) for each estimator:
@@ -80,16 +88,24 @@ def largest_share(labels):
     return np.array([np.bincount(labels).max() / labels.shape[0]])
 
 
-def gene_inputs():
-    """(pack, prior code, prior params) of the gene model, built from the PyMC model."""
+def model_inputs(data="gene"):
+    """(pack, prior code, prior params) of the ``data`` model, built from the PyMC model: the gene
+    data with seed 000's NormalNormal, or Old Faithful (both columns standardised) with
+    ``bench_faithful_k.py``'s NIW(mu0 = 0, kappa0 = 0.1, nu0 = 4, scale0 = I) and CRP(0.33)."""
     import pymc as pm
 
     from pymc_partitions.pymc.terms import PartitionTerms
 
-    g = pmp.datasets.load_gene()
     with pm.Model() as model:
-        z = pmp.Partition("z", pmp.CRP(1.0), n=len(g))
-        pmp.NormalNormal("y", partition=z, mu0=0.0, sigma0=0.5, sigma=1.3, observed=g)
+        if data == "gene":
+            g = pmp.datasets.load_gene()
+            z = pmp.Partition("z", pmp.CRP(1.0), n=len(g))
+            pmp.NormalNormal("y", partition=z, mu0=0.0, sigma0=0.5, sigma=1.3, observed=g)
+        else:
+            y = pmp.datasets.load_faithful()
+            y = (y - y.mean(0)) / y.std(0)
+            z = pmp.Partition("z", pmp.CRP(0.33), n=len(y))
+            pmp.NormalInverseWishart("y", partition=z, mu0=0.0, kappa0=0.1, nu0=4.0, scale0=np.eye(2), observed=y)
     terms = PartitionTerms(model, "z")
     params, fam = terms.kernel_inputs(model.initial_point())
     return fam, terms.prior_code, params
@@ -124,10 +140,10 @@ def single_chain(job, rng, budget, k):
 
 
 def coupled_chains(job, seed, budget):
-    """(mean of the pairs' H_{k:m}, pairs completed, pairs that did not meet, the pairs' H_{k:m})
-    within ``budget`` CPU s."""
+    """(mean of the pairs' H_{k:m}, pairs completed, pairs that did not meet, the pairs' H_{k:m}, their
+    meeting times) within ``budget`` CPU s."""
     deadline = time.process_time() + budget
-    estimates, unmet = [], 0
+    estimates, unmet, taus = [], 0, []
     root = np.random.SeedSequence(seed)
     for j in range(1_000_000):
         if j > 0 and time.process_time() >= deadline:
@@ -140,26 +156,27 @@ def coupled_chains(job, seed, budget):
             break
         if r.met:
             estimates.append(float(r.estimate[0]))
+            taus.append(r.tau)
         else:
             unmet += 1
-    return (float(np.mean(estimates)) if estimates else np.nan), len(estimates), unmet, estimates
+    return (float(np.mean(estimates)) if estimates else np.nan), len(estimates), unmet, estimates, taus
 
 
 def one_process(args):
     """([(single-chain average, iterations, CPU s) per single-chain variant], coupled mean, pairs,
-    unmet, coupled CPU s, the pairs' estimates)."""
-    seed, budget = args
+    unmet, coupled CPU s, the pairs' estimates, the pairs' meeting times)."""
+    seed, budget, burn = args
     job = _JOB
     singles = []
     for i, single in enumerate(_SINGLES):
         rng = np.random.default_rng([seed, 0] if i == 0 else [seed, 0, i])
         c0 = time.process_time()
-        s, sweeps = single_chain(single, rng, budget, job.k)
+        s, sweeps = single_chain(single, rng, budget, burn)
         singles.append((s, sweeps, time.process_time() - c0))
     c1 = time.process_time()
-    c, pairs, unmet, estimates = coupled_chains(job, [seed, 1], budget)
+    c, pairs, unmet, estimates, taus = coupled_chains(job, [seed, 1], budget)
     c2 = time.process_time()
-    return singles, c, pairs, unmet, c2 - c1, estimates
+    return singles, c, pairs, unmet, c2 - c1, estimates, taus
 
 
 def one_pair(seed):
@@ -204,8 +221,18 @@ def main():
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--truth", type=float, nargs=2, metavar=("VALUE", "SE"),
                         help="a ground truth computed before (skips the long chains)")
-    parser.add_argument("--init", default="one_block", choices=["one_block", "prior"],
+    parser.add_argument("--data", default="gene", choices=["gene", "faithful"],
+                        help="gene: seed 000's model; faithful: Old Faithful standardised, NIW, CRP(0.33)")
+    parser.add_argument("--init", default="one_block", choices=["one_block", "prior", "singletons"],
                         help="start of every chain (seed 000's runs: one block)")
+    parser.add_argument("--lag", type=int, default=1,
+                        help="lag of the coupled chains (Y runs this many iterations behind X); >= the single "
+                             "chain's relaxation time from --init makes the bias correction a systematic term")
+    parser.add_argument("--coupling", default="ot", choices=["ot", "aligned"],
+                        help="coupling of the Gibbs sweeps (the runs before 2026-11-26 13:00 used ot; "
+                             "pmp.sample_unbiased's default is aligned)")
+    parser.add_argument("--single-burn", type=int, metavar="SWEEPS",
+                        help="burn-in of the single chains (default: k, the coupled chains' burn-in)")
     parser.add_argument("--quantile", type=float, default=0.99, help="k = this quantile of the pilot's meeting times")
     parser.add_argument("--multiple", type=int, default=10, help="m = multiple * k")
     parser.add_argument("--pgsm", type=int, default=0, help="PGSM moves per iteration (CRN-coupled; 0: Gibbs only)")
@@ -225,15 +252,19 @@ def main():
         parser.error("--pairs-only takes a number of pairs >= 1")
     if not args.wall_limit > 0:
         parser.error("--wall-limit takes a number of seconds > 0")
+    if args.lag < 1:
+        parser.error("--lag takes a number of iterations >= 1")
+    if args.single_burn is not None and args.single_burn < 0:
+        parser.error("--single-burn takes a number of sweeps >= 0")
     singles_pgsm = args.single_pgsm if args.single_pgsm is not None else [args.pgsm]
     what = (f"{args.pairs_only} pairs alone (wall limit {args.wall_limit} s)" if args.pairs_only else
             f"{args.processes} processes x {args.budget} CPU s per estimator, single chains pgsm {singles_pgsm}")
     print(f"# bench_parallel_accuracy: Python {platform.python_version()}, {os.cpu_count()} cores, "
-          f"load {os.getloadavg()[0]:.2f}; {what}, init {args.init}, coupled pgsm {args.pgsm}, "
-          f"{args.workers} workers", flush=True)
-    fam, code, params = gene_inputs()
+          f"load {os.getloadavg()[0]:.2f}; {what}, data {args.data}, init {args.init}, coupled pgsm {args.pgsm}, "
+          f"coupling {args.coupling}, lag {args.lag}, {args.workers} workers", flush=True)
+    fam, code, params = model_inputs(args.data)
     n = fam.data.shape[0]
-    base = dict(pack=fam, prior_code=code, prior_params=params, h=largest_share, coupling="ot", init=args.init,
+    base = dict(pack=fam, prior_code=code, prior_params=params, h=largest_share, coupling=args.coupling, init=args.init, lag=args.lag,
                 pgsm=pgsm_settings(args.pgsm or None, n))
     w0 = time.perf_counter()
     if args.k_m is not None:
@@ -251,6 +282,8 @@ def main():
               f"90% {np.quantile(met, 0.9):.0f}, max {met.max()}, unmet {np.sum(taus < 0)}; k = {k}, m = {m}",
               flush=True)
     job = UnbiasedJob(**base, k=k, m=m, max_iter=max(5000, 20 * m))
+    burn = k if args.single_burn is None else args.single_burn
+    print(f"single chains' burn-in: {burn} sweeps" + (" (= k)" if args.single_burn is None else ""), flush=True)
     if args.pairs_only:
         pairs_only(job, args, k)
         return
@@ -271,10 +304,13 @@ def main():
                   f"{args.truth_sweeps} sweeps after 1000, chain means {np.round(means, 5).tolist()}; "
                   f"{time.perf_counter() - c0:.0f} s wall; the coupled chains' kernel)",
                   flush=True)
-        rows = list(pool.map(one_process, [(args.seed + 10_000 + r, args.budget) for r in range(args.processes)],
+        rows = list(pool.map(one_process, [(args.seed + 10_000 + r, args.budget, burn) for r in range(args.processes)],
                              chunksize=1))
     wall = time.perf_counter() - w0
     per_process = [r[5] for r in rows]
+    taus = np.concatenate([np.asarray(r[6], float) for r in rows])
+    print(f"meeting times of the pairs: median {np.median(taus):.0f}, 99% {np.quantile(taus, 0.99):.0f}, max "
+          f"{taus.max():.0f}; met after k + lag (a bias correction): {np.mean(taus > k + args.lag):.1%}")
     c, pairs, unmet, c_cpu = (np.array(v, float) for v in zip(*(r[1:5] for r in rows)))
     ok = np.isfinite(c)
     print(f"\nper process: coupled {np.mean(pairs):.1f} pairs (min {pairs.min():.0f}, max {pairs.max():.0f}) in "
@@ -325,13 +361,17 @@ def single_report(name, s, sweeps, s_cpu, c, c_cpu, pairs, truth, truth_se, per_
     verdict = "significant" if abs(bias_s) > 2 * se_bias else "NOT significant at 2 SE: the crossover is not measured"
     print(f"\nsingle-chain bias {bias_s:+.5f}, SE {se_bias:.5f} (processes and ground truth): {verdict}")
     boot = np.random.default_rng(0)
-    ratios = []
+    ratios, crossings = [], []
     for _ in range(2000):  # processes resampled in pairs (the same process ran both estimators)
         i = boot.integers(0, min(s.size, c.size), min(s.size, c.size))
         ratios.append(c[i].var(ddof=1) / s[i].var(ddof=1))
+        crossings.append(max(1.0, (c[i].var(ddof=1) - s[i].var(ddof=1)) / (s[i].mean() - truth) ** 2))
     lo, hi = np.quantile(ratios, [0.025, 0.975])
+    cross_lo, cross_hi = np.quantile(crossings, [0.025, 0.975])
     print(f"variance per process, coupled / single: {var_c / var_s:.3g} (bootstrap 95%: {lo:.3g} - {hi:.3g})")
     per = np.mean(pairs)
+    print(f"crossover M* = max(1, (var_c - var_s) / bias_s^2), bootstrap 95% over processes (truth fixed): "
+          f"{cross_lo:.0f} - {cross_hi:.0f} processes, i.e. {cross_lo * per:.0f} - {cross_hi * per:.0f} pairs")
     if var_c <= var_s:
         print(f"coupled chains win at every M (their variance per process is not larger): pairs needed to match the "
               f"single chains' error at equal compute = the pairs of M = 1 process, {per:.1f}")
@@ -342,7 +382,11 @@ def single_report(name, s, sweeps, s_cpu, c, c_cpu, pairs, truth, truth_se, per_
               + ("" if abs(bias_s) > 2 * se_bias else " -- resting on an insignificant bias, not a result"))
     else:
         print("no crossover: the single chains show no bias")
-    robust_table(per_process, s, truth)
+    rmse = robust_table(per_process, s, truth)
+    below = [M for M, (rs, rc) in rmse.items() if rc < rs]
+    since = next((M for M in rmse if all(rmse[M2][1] < rmse[M2][0] for M2 in rmse if M2 >= M)), None)
+    print(f"\nobserved (blocks above): the coupled mean's RMSE is below the single chains' at M = {below}; "
+          + (f"at every M from {since} processes ({since * per:.0f} pairs) on" if since else "not at the largest M"))
 
 
 def pairs_only(job, args, k):
@@ -405,6 +449,7 @@ def robust_table(per_process, s, truth, k_groups=24):
     print(f"\nerror vs number of pairs: disjoint blocks of M processes, RMSE (and mean error) over the blocks; "
           f"MoM with min({k_groups}, pairs // 2) groups (not computed below 3)")
     names = ["mean", "MoM", "trim 0.01", "trim 0.05"]
+    rmse = {}  # M -> (single RMSE, coupled mean RMSE)
     print("\n| M | blocks | pairs per block | single: RMSE (mean err) | " +
           " | ".join(f"coupled {n}: RMSE (mean err)" for n in names) + " |")
     print("|---|---|---|---|" + "---|" * len(names))
@@ -428,6 +473,8 @@ def robust_table(per_process, s, truth, k_groups=24):
             cells.append("-" if np.isnan(e).any() else f"{np.sqrt(np.mean(e ** 2)):.5f} ({e.mean():+.5f})")
         print(f"| {M} | {blocks} | {np.mean(npairs):.1f} | {np.sqrt(np.mean(single ** 2)):.5f} ({single.mean():+.5f}) | "
               + " | ".join(cells) + " |", flush=True)
+        rmse[M] = (np.sqrt(np.mean(single ** 2)), np.sqrt(np.mean(np.asarray(errs["mean"]) ** 2)))
+    return rmse
 
 
 if __name__ == "__main__":

@@ -61,6 +61,17 @@ def check_estimates_match_enumeration(job, n, pairs=2500):
     assert z_plain[0] > 5.0, f"the test has no power: plain average z = {z_plain}"
 
 
+def test_lag_beyond_the_burn_in_from_one_block_is_unbiased():
+    """The setting of benchmarks/README "Fig. 2B with a lag": aligned coupling, a lag longer than
+    the burn-in k, every chain started from one block (a start the plain average never forgets
+    by m: the power check)."""
+    n = 7
+    prior = PRIORS["crp"]
+    job = UnbiasedJob(pack("diag", n), prior.code, prior.kernel_params(), both, 1, 4, 3, 1000, "aligned", 0.0,
+                      "one_block")
+    check_estimates_match_enumeration(job, n)
+
+
 def test_pairs_that_do_not_meet_are_reported_not_dropped():
     n = 30
     prior = PRIORS["crp"]
