@@ -492,6 +492,7 @@ def agreement(name, raw_points, runs):
         extra = f"; {int(res['divergences'])} divergences" if "divergences" in res else ""
         print(f"{run}: {k.shape[0]} x {k.shape[1]} draws, {float(res['cpu']):.0f} s CPU; K mean {k.mean():.3f} +- "
               f"{mcse:.3f} (R-hat {rhat:.3f}, bulk ESS {ess:.0f}); alpha mean {np.mean(res['alpha']):.3f}{extra}")
+        print("   K mean per chain: " + " ".join(f"{v:.2f}" for v in k.mean(axis=1)))
         print("   P(K = k): " + "  ".join(f"{v}: {p:.3f}+-{e:.3f}" for v, (p, e) in zip(support, probs) if p > 0.002))
         print("   density: " + "  ".join(f"{np.array2string(np.atleast_1d(x), precision=1)} {m:.4f}+-{e:.4f}"
                                          for x, (m, e) in zip(raw_points, dens)))
