@@ -406,7 +406,8 @@ def blocked_gibbs(name, y, points, draws, burn, chains, seed, T=TRUNCATION, powe
         sigma = _draw_sigma(name, rng, (T, D))
         for it in range(burn + draws):
             w = np.append(beta, 1.0) * np.concatenate([[1.0], np.cumprod(1.0 - beta)])
-            ll = power * _logf_coord(name, yy[:, None, :], mu[None], sigma[None]).sum(-1) + np.log(np.maximum(w, 1e-300))
+            ll = power * _logf_coord(name, yy[:, None, :], mu[None], sigma[None]).sum(-1)
+            ll += np.log(np.maximum(w, 1e-300))
             prob = np.exp(ll - ll.max(axis=1, keepdims=True))
             cum = np.cumsum(prob, axis=1)
             z = (rng.random((n, 1)) * cum[:, -1:] > cum).sum(axis=1)
@@ -441,6 +442,20 @@ def blocked_gibbs(name, y, points, draws, burn, chains, seed, T=TRUNCATION, powe
                 density[c, d] = dens @ w
     cpu = time.process_time() - cpu
     return dict(cpu=cpu, wall=cpu, k=k_out, density=density, extra=0.0, alpha=alpha_out)
+
+
+def check_reference(name, y, points, prior, draws, burn, chains, seed):
+    """:func:`blocked_gibbs` without the likelihood against ``prior``, K's truncated stick-breaking prior drawn
+    by :func:`prior_k`: the reference sampler's label, stick and alpha updates must reproduce it."""
+    check = blocked_gibbs(name, y, points, draws, burn, chains, seed, power=0.0)
+    k = check["k"]
+    ess, mcse = ess_mcse(k)
+    prior_mcse = prior.std() / np.sqrt(prior.size)
+    print(f"reference Gibbs without the likelihood, {chains} x {draws} draws: K mean {k.mean():.3f} +- {mcse:.3f} "
+          f"(ESS {ess:.0f}) against the prior's {prior.mean():.3f} +- {prior_mcse:.3f}; "
+          f"z {(k.mean() - prior.mean()) / np.hypot(mcse, prior_mcse):+.2f}")
+    print("   P(K = k) Gibbs/prior: " + "  ".join(f"{v}: {np.mean(k == v):.3f}/{np.mean(prior == v):.3f}"
+                                                  for v in range(1, 13)))
 
 
 def quantities(res):
@@ -618,15 +633,7 @@ def main(argv=None):
         if args.prior_k:
             _, sb = prior_k(len(y), args.prior_k, args.seed)
             if args.check_gibbs:
-                check = blocked_gibbs(name, y, points, args.gibbs_draws, args.gibbs_burn, args.chains, args.seed,
-                                      power=0.0)
-                ess, mcse = ess_mcse(check["k"])
-                support = np.arange(1, 13)
-                print(f"reference Gibbs without the likelihood, {args.chains} x {args.gibbs_draws} draws: K mean "
-                      f"{check['k'].mean():.3f} +- {mcse:.3f} (ESS {ess:.0f}) against the prior's {sb.mean():.3f} +- "
-                      f"{sb.std() / np.sqrt(sb.size):.3f}; z {(check['k'].mean() - sb.mean()) / np.hypot(mcse, sb.std() / np.sqrt(sb.size)):+.2f}")
-                print("   P(K = k) Gibbs/prior: " + "  ".join(f"{v}: {np.mean(check['k'] == v):.3f}/{np.mean(sb == v):.3f}"
-                                                          for v in support))
+                check_reference(name, y, points, sb, args.gibbs_draws, args.gibbs_burn, args.chains, args.seed)
         runs = dict(loaded.get(name, {}))
         if "ours" in sides:
             for config in args.configs.split(","):
