@@ -51,7 +51,7 @@ def drive(model, draws, seed, burn=300, **kwargs):
         moved += stats[0]["splits"] + stats[0]["merges"]
         if t >= burn:
             labels[t - burn] = point["z"]
-            mean0[t - burn] = point["mu"][point["z"][0]]
+            mean0[t - burn] = np.ravel(point["mu"][point["z"][0]])[0]  # its first coordinate for vector slots
     assert (moved > 0) == bool(step.split_merge)  # the proposals ran and were accepted
     return labels, mean0
 
@@ -265,6 +265,32 @@ def test_vector_slots_and_a_hierarchical_base_measure():
     assert np.isfinite(post["mu"].values).all()
     for z in post["z"].values[0, 30:]:  # the two groups, 12 sds apart, never share a cluster
         assert not set(z[:8]) & set(z[8:])
+
+
+@pytest.mark.parametrize("slot_update, split_merge", [("metropolis", 0), ("slice", 3)])
+def test_vector_slots_match_the_enumeration(slot_update, split_merge):
+    """Slots of shape (n, 2) (Old Faithful's diagonal clusters, bench_stick_breaking.py): a 2-D diagonal
+    Normal likelihood of known sd with Normal(0, 2) slot means gives the collapsed 2-D DIAG_NORMAL family's
+    exact partition posterior (TV at the iid floor, with power against a three times wider base measure),
+    with either slot update and with the split-merge proposals, which move rows of two numbers."""
+    prior = PRIORS["crp"]
+    y2 = np.stack([Y, np.array([0.3, -0.2, 1.9, 0.1, -0.4, 2.2])], axis=1)
+
+    def exact2(sigma0):
+        pack = FamilyPack.build([(kernels.DIAG_NORMAL, y2, kernels.diag_normal_hyper([0.0, 0.0], [sigma0], [1.0], 2))])
+        return exact_posterior(len(Y), lambda p: log_joint(p, pack, prior.code, prior.kernel_params()))
+
+    with pm.Model() as model:
+        z = pmp.Partition("z", prior, n=len(Y))
+        mu = pm.Normal("mu", 0.0, SIGMA0, shape=(len(Y), 2))
+        pm.Normal("y", mu=mu[z], sigma=1.0, observed=y2)
+    parts, p = exact2(SIGMA0)
+    _, wrong = exact2(3 * SIGMA0)
+    samples, _ = drive(model, 4000, seed=5, slot_update=slot_update, split_merge=split_merge)
+    k = samples.max(axis=1).astype(float)
+    together = (samples[:, 0] == samples[:, 2]).astype(float)
+    tv, tol = check_against(parts, p, samples, [k, together], wrong=wrong)
+    assert tv < tol
 
 
 def _cast_model(index, y=Y):
