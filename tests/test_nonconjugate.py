@@ -82,8 +82,7 @@ class _Compound:
     ("crp", 0, "metropolis", False), ("finite_dirichlet", 0, "metropolis", False), ("pitman_yor", 0, "metropolis", False),
     ("crp", 3, "metropolis", False), ("finite_dirichlet", 3, "metropolis", False), ("crp", 0, "slice", False),
     ("pitman_yor", 0, "slice", False), ("finite_dirichlet", 3, "slice", False), ("crp", 0, "metropolis", True),
-    ("crp", 0, "hmc", False), ("pitman_yor", 0, "hmc", False), ("finite_dirichlet", 3, "hmc", False),
-    ("crp", 0, "nuts", False), ("finite_dirichlet", 0, "nuts", False)])
+    ("crp", 0, "hmc", False), ("finite_dirichlet", 3, "hmc", False), ("pitman_yor", 0, "nuts", False)])
 def test_step_matches_enumeration(prior_name, split_merge, slot_update, size_scaled):
     """TV at the iid floor (effective draws) against the collapsed NormalNormal's exact posterior;
     with power against the posterior of a base measure three times wider. With and without the
@@ -183,7 +182,7 @@ def test_slots_left_to_nuts_compose_with_the_label_step(how):
                  "label_step_given": [pmp.NonConjugateGibbs([model["z"]], slot_update="nuts")],
                  "all_given": [pmp.NonConjugateGibbs([model["z"]], slot_update="nuts"),
                                pm.NUTS([model["mu"], model["sigma"]])]}[how]
-        result = pm.sample(draws=60, tune=60, chains=1, random_seed=2, progressbar=False,
+        result = pm.sample(draws=40, tune=40, chains=1, random_seed=2, progressbar=False,
                            compute_convergence_checks=False, step=steps)
     st, post = posterior_dataset(result, "sample_stats"), posterior_dataset(result)
     assert "step_size" in st and "n_clusters" in st  # NUTS and the label step both ran
@@ -397,7 +396,7 @@ def test_arithmetic_on_the_partition_index_is_still_refused():
              r"'y' casts the partition 'z' to int8, which cannot hold its labels up to 129")
 
 
-@pytest.mark.parametrize("slot_update", ["slice", "metropolis", "hmc", "nuts"])
+@pytest.mark.parametrize("slot_update", ["slice", "metropolis", "hmc"])
 def test_a_base_measure_with_slot_by_slot_dependence_matches_the_niw_enumeration(slot_update):
     """sigma2_j ~ InvGamma(nu0/2, scale0/2), mu_j | sigma2_j ~ N(mu0, sigma2_j / kappa0) and
     y ~ N(mu[z], sqrt(sigma2[z])): the slots' parameters depend on another slot variable slot by slot,

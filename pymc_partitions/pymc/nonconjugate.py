@@ -27,7 +27,8 @@ One draw of :class:`NonConjugateGibbs`, each part leaving that joint law invaria
    afresh from G0 (their exact conditional).
 2b. Optional split-merge proposals (``split_merge``, :mod:`pymc_partitions.samplers.slot_split_merge`):
    reversible-jump moves on (partition, occupied slots); the free slots stay the fresh draws of 2.
-3. Occupied slots (``slot_update``): a random-walk Metropolis proposal for every occupied slot at once on
+3. Occupied slots (``slot_update``; ``"nuts"`` leaves them to PyMC's NUTS step on the slot variables, and
+   ``"hmc"`` runs per-cluster HMC, :mod:`pymc_partitions.samplers.slot_hmc`): a random-walk Metropolis proposal for every occupied slot at once on
    the value (unconstrained) scale, accepted per slot with the ratio of G0 (with its Jacobian) times the
    likelihood of the slot's items: given the labels the target factorises over slots, so the
    per-slot decisions form one exact kernel. Its step size adapts during tuning only. Or slice
@@ -485,19 +486,27 @@ class NonConjugateGibbs(ChainSetupMixin, BlockedStep):
     slot_steps : int, default 2
         Updates of the occupied slots per draw (Metropolis steps, or slice sweeps over every coordinate).
     scale : float, default 0.5
-        Initial random-walk step (value scale).
-    slot_update : {"metropolis", "slice"}, default "metropolis"
+        Initial random-walk step (value scale), or initial HMC step (``"hmc"``, in units of the mass).
+    slot_update : {"metropolis", "slice", "hmc", "nuts"}, default "metropolis"
         How the occupied slots are updated given the labels: ``"metropolis"``, one random-walk proposal for
         every slot at once on the value (unconstrained) scale, accepted per slot, its step adapted during
         tuning to an acceptance of 0.3; ``"slice"``, Neal's (2003) slice sampler (stepping out, shrinkage)
         coordinate by coordinate, every cluster's sampler run side by side
         (:mod:`~pymc_partitions.samplers.slot_slice`), its initial interval ``width / sqrt(cluster size)``
-        per coordinate, the widths following twice the distance moved during tuning. Slice mixes the
-        parameters of large clusters faster per draw but costs several evaluations per coordinate; measured
-        per effective sample per CPU second in ``docs/nonconjugate.md``.
+        per coordinate, the widths following twice the distance moved during tuning; ``"hmc"``, one HMC
+        transition of ``leapfrog`` steps per cluster, side by side, accepted per cluster
+        (:mod:`~pymc_partitions.samplers.slot_hmc`; PyTensor's gradient of the compiled per-slot log
+        density), cluster b's mass its size times a per-coordinate precision estimated during tuning, the
+        step (``scale``) adapted during tuning to an acceptance of 0.7; ``"nuts"``, none: the step's
+        ``vars`` are the partition only, and ``pm.sample`` gives the slot variables PyMC's NUTS (or pass
+        ``pm.NUTS([mu, sigma])`` yourself), which updates every slot given the labels. Measured per
+        effective sample per CPU second in ``docs/nonconjugate.md``.
     size_scaled : bool, default False
         ``"metropolis"`` only: cluster b's step is ``scale / sqrt(n_b)`` (a cluster's posterior spread
         shrinks like that).
+    leapfrog : int, default 5
+        ``"hmc"`` only: leapfrog steps per transition (1 is a Metropolis-adjusted Langevin step; at most
+        ``MAX_LEAPFROG``, 1000), each one evaluation of every item's log-likelihood and its gradient.
     split_merge : int, default 0
         Split-merge proposals per draw (0: none). Off by default: measured, one per draw pays on
         galaxies with Student-t clusters (1.5-3x effective samples per CPU second) but costs more
@@ -506,9 +515,9 @@ class NonConjugateGibbs(ChainSetupMixin, BlockedStep):
         per coordinate starts at the base measure's spread and, during tuning only, follows the
         mean spread of the occupied slots.
 
-    Sampler statistics: ``n_clusters``, ``slot_accept`` (mean acceptance of the Metropolis slot updates; for
-    ``"slice"``, the mean number of log-density evaluations per coordinate and sweep), ``slot_scale`` (the
-    random-walk step, or the mean slice width for a cluster of one item), ``opened`` (blocks opened by the label sweep), ``splits`` and ``merges``
+    Sampler statistics: ``n_clusters``, ``slot_accept`` (mean acceptance of the Metropolis or HMC slot updates;
+    for ``"slice"``, the mean number of log-density evaluations per coordinate and sweep; NaN for ``"nuts"``),
+    ``slot_scale`` (the random-walk or HMC step, or the mean slice width for a cluster of one item), ``opened`` (blocks opened by the label sweep), ``splits`` and ``merges``
     (accepted split-merge proposals).
 
     Examples
