@@ -37,9 +37,14 @@ def normal_model(prior, sigma0=SIGMA0, y=Y):
 
 
 def drive(model, draws, seed, burn=300, **kwargs):
-    """The step alone, driven by hand: (labels per kept draw, mean of item 0's cluster)."""
+    """The step alone, driven by hand: (labels per kept draw, mean of item 0's cluster); with
+    slot_update='nuts', composed with PyMC's NUTS on the slots (what pm.sample assigns)."""
     step = pmp.NonConjugateGibbs([model["z"]], model=model, **kwargs)
     setup_chain(step, seed)
+    if kwargs.get("slot_update") == "nuts":
+        nuts = pm.NUTS([model[v.name] for v in step.nc.slot_rvs], model=model)
+        setup_chain(nuts, seed + 1000, tune=burn, draws=draws)
+        step = _Compound(step, nuts)
     point = model.initial_point(0)
     labels = np.empty((draws, len(Y)), np.int64)
     mean0 = np.empty(draws)
@@ -48,6 +53,7 @@ def drive(model, draws, seed, burn=300, **kwargs):
         if t == burn:
             step.stop_tuning()
         point, stats = step.step(point)
+        point = {k: np.asarray(v) for k, v in point.items()}
         moved += stats[0]["splits"] + stats[0]["merges"]
         if t >= burn:
             labels[t - burn] = point["z"]
@@ -56,17 +62,35 @@ def drive(model, draws, seed, burn=300, **kwargs):
     return labels, mean0
 
 
+class _Compound:
+    """Two steps one after the other, as PyMC's CompoundStep runs them (the first one's stats first)."""
+
+    def __init__(self, first, second):
+        self.first, self.second, self.split_merge = first, second, first.split_merge
+
+    def stop_tuning(self):
+        self.first.stop_tuning()
+        self.second.stop_tuning()
+
+    def step(self, point):
+        point, stats = self.first.step(point)
+        point, more = self.second.step(point)
+        return point, list(stats) + list(more)
+
+
 @pytest.mark.parametrize("prior_name, split_merge, slot_update, size_scaled", [
     ("crp", 0, "metropolis", False), ("finite_dirichlet", 0, "metropolis", False), ("pitman_yor", 0, "metropolis", False),
     ("crp", 3, "metropolis", False), ("finite_dirichlet", 3, "metropolis", False), ("crp", 0, "slice", False),
-    ("pitman_yor", 0, "slice", False), ("finite_dirichlet", 3, "slice", False), ("crp", 0, "metropolis", True)])
+    ("pitman_yor", 0, "slice", False), ("finite_dirichlet", 3, "slice", False), ("crp", 0, "metropolis", True),
+    ("crp", 0, "hmc", False), ("finite_dirichlet", 3, "hmc", False), ("pitman_yor", 0, "nuts", False)])
 def test_step_matches_enumeration(prior_name, split_merge, slot_update, size_scaled):
     """TV at the iid floor (effective draws) against the collapsed NormalNormal's exact posterior;
     with power against the posterior of a base measure three times wider. With and without the
     split-merge proposals (samplers/slot_split_merge.py; alone on the labels in
-    tests/test_slot_split_merge.py), with either update of the occupied slots (per-cluster slice sampling,
-    samplers/slot_slice.py, alone in tests/test_slot_slice.py; random-walk Metropolis, its step scaled by the
-    cluster's size or not)."""
+    tests/test_slot_split_merge.py), with every update of the occupied slots (per-cluster slice sampling,
+    samplers/slot_slice.py, alone in tests/test_slot_slice.py; per-cluster HMC, samplers/slot_hmc.py, alone in
+    tests/test_slot_hmc.py; random-walk Metropolis, its step scaled by the cluster's size or not; PyMC's NUTS
+    on every slot, composed with the label step as pm.sample composes them)."""
     prior = PRIORS[prior_name]
     parts, p = exact(prior)
     _, wrong = exact(prior, sigma0=3 * SIGMA0)
@@ -78,7 +102,7 @@ def test_step_matches_enumeration(prior_name, split_merge, slot_update, size_sca
     assert tv < tol
 
 
-@pytest.mark.parametrize("slot_update", ["slice", "metropolis"])
+@pytest.mark.parametrize("slot_update", ["slice", "metropolis", "hmc", "nuts"])
 def test_step_cluster_mean_matches_exact_law_and_wrong_base_is_detected(slot_update):
     """KS of the mean of item 0's cluster against its exact law (a mixture over partitions of
     conjugate posteriors), for either update of the occupied slots; the same step on a model with a
@@ -136,8 +160,44 @@ def test_explicit_steps_win_and_collapsed_steps_refuse_the_model():
     for cls in (pmp.CollapsedGibbs, pmp.GibbsSplitMerge, pmp.SAMS):
         with pytest.raises(ValueError, match="NonConjugateGibbs"):
             cls([model["z"]], model=model)
-    with model, pytest.raises(ValueError, match="slot variable.*'mu'.*NonConjugateGibbs"):
-        pm.sample(draws=5, tune=5, chains=1, progressbar=False, step=pm.Metropolis([model["mu"]]))
+
+def _two_slot_model():
+    rng = np.random.default_rng(0)
+    y = np.r_[rng.normal(-4, 0.7, 10), rng.normal(4, 0.7, 10)]
+    with pm.Model() as model:
+        z = pmp.Partition("z", pmp.CRP(1.0), n=20)
+        mu = pm.Normal("mu", 0.0, 5.0, shape=20)
+        sigma = pm.HalfNormal("sigma", 1.0, shape=20)
+        pm.StudentT("y", nu=4, mu=mu[z], sigma=sigma[z], observed=y)
+    return model
+
+
+@pytest.mark.parametrize("how", ["nuts_given", "label_step_given", "all_given"])
+def test_slots_left_to_nuts_compose_with_the_label_step(how):
+    """slot_update='nuts': the label step's vars are the partition only, pm.sample gives the slots NUTS (or
+    the user does); giving every slot variable to another step adds that label step by itself."""
+    model = _two_slot_model()
+    with model:
+        steps = {"nuts_given": [pm.NUTS([model["mu"], model["sigma"]])],
+                 "label_step_given": [pmp.NonConjugateGibbs([model["z"]], slot_update="nuts")],
+                 "all_given": [pmp.NonConjugateGibbs([model["z"]], slot_update="nuts"),
+                               pm.NUTS([model["mu"], model["sigma"]])]}[how]
+        result = pm.sample(draws=40, tune=40, chains=1, random_seed=2, progressbar=False,
+                           compute_convergence_checks=False, step=steps)
+    st, post = posterior_dataset(result, "sample_stats"), posterior_dataset(result)
+    assert "step_size" in st and "n_clusters" in st  # NUTS and the label step both ran
+    assert np.isnan(st["slot_accept"].values).all()  # the label step left the occupied slots alone
+    z, mus = post["z"].values[0, -1], post["mu"].values[0, -1]
+    assert np.sort(mus[[z[0], z[-1]]]) == pytest.approx([-4, 4], abs=1.0)
+    assert float(post["mu"].values[0, :, 0].std()) > 0
+
+
+def test_slots_partly_given_to_another_step_are_refused():
+    model = _two_slot_model()
+    with model, pytest.raises(ValueError, match=r"\['mu'\].*\['sigma'\] and the partition are not"):
+        pm.sample(draws=5, tune=5, chains=1, progressbar=False, step=pm.NUTS([model["mu"]]))
+    with pytest.raises(ValueError, match="slot_update='nuts'.*pass only the partition"):
+        pmp.NonConjugateGibbs([model["z"], model["mu"]], model=model, slot_update="nuts")
 
 
 def test_step_arguments_are_checked():
@@ -147,9 +207,11 @@ def test_step_arguments_are_checked():
                          ({"scale": 0.0}, "scale"), ({"scale": np.inf}, "scale"), ({"scale": "a"}, "scale"),
                          ({"split_merge": -1}, "split_merge"), ({"split_merge": 2.5}, "split_merge"),
                          ({"split_merge": True}, "split_merge"), ({"split_merge": 10**9}, "split_merge"),
-                         ({"split_merge": "3"}, "split_merge"), ({"slot_update": "nuts"}, "slot_update"),
+                         ({"split_merge": "3"}, "split_merge"), ({"slot_update": "NUTS"}, "slot_update"),
                          ({"slot_update": None}, "slot_update"), ({"slot_update": "Slice"}, "slot_update"),
-                         ({"size_scaled": 1}, "size_scaled"), ({"size_scaled": "yes"}, "size_scaled")]:
+                         ({"size_scaled": 1}, "size_scaled"), ({"size_scaled": "yes"}, "size_scaled"),
+                         ({"leapfrog": 0}, "leapfrog"), ({"leapfrog": 2.5}, "leapfrog"),
+                         ({"leapfrog": True}, "leapfrog"), ({"leapfrog": 10**6}, "leapfrog")]:
         with pytest.raises((ValueError, TypeError), match=word):
             pmp.NonConjugateGibbs([z], model=model, **kwargs)
     with pytest.raises(ValueError, match="one partition"):
@@ -360,7 +422,7 @@ def test_arithmetic_on_the_partition_index_is_still_refused():
              r"'y' casts the partition 'z' to int8, which cannot hold its labels up to 129")
 
 
-@pytest.mark.parametrize("slot_update", ["slice", "metropolis"])
+@pytest.mark.parametrize("slot_update", ["slice", "metropolis", "hmc"])
 def test_a_base_measure_with_slot_by_slot_dependence_matches_the_niw_enumeration(slot_update):
     """sigma2_j ~ InvGamma(nu0/2, scale0/2), mu_j | sigma2_j ~ N(mu0, sigma2_j / kappa0) and
     y ~ N(mu[z], sqrt(sigma2[z])): the slots' parameters depend on another slot variable slot by slot,

@@ -27,7 +27,8 @@ One draw of :class:`NonConjugateGibbs`, each part leaving that joint law invaria
    afresh from G0 (their exact conditional).
 2b. Optional split-merge proposals (``split_merge``, :mod:`pymc_partitions.samplers.slot_split_merge`):
    reversible-jump moves on (partition, occupied slots); the free slots stay the fresh draws of 2.
-3. Occupied slots (``slot_update``): a random-walk Metropolis proposal for every occupied slot at once on
+3. Occupied slots (``slot_update``; ``"nuts"`` leaves them to PyMC's NUTS step on the slot variables, and
+   ``"hmc"`` runs per-cluster HMC, :mod:`pymc_partitions.samplers.slot_hmc`): a random-walk Metropolis proposal for every occupied slot at once on
    the value (unconstrained) scale, accepted per slot with the ratio of G0 (with its Jacobian) times the
    likelihood of the slot's items: given the labels the target factorises over slots, so the
    per-slot decisions form one exact kernel. Its step size adapts during tuning only. Or slice
@@ -61,6 +62,7 @@ from pytensor.tensor.elemwise import Elemwise
 from .. import _checks
 from ..partition import canonicalize
 from ..samplers.algorithm8 import algorithm8_sweep
+from ..samplers.slot_hmc import MAX_LEAPFROG, hmc_sweep
 from ..samplers.slot_slice import slice_sweep, tuned_width
 from ..samplers.slot_split_merge import slot_split_merge
 from .compat import BlockedStep, ChainSetupMixin, Competence, ancestors
@@ -78,8 +80,10 @@ MAX_AUXILIARIES = 1000
 SPLIT_MERGE_MOVES = 0
 MAX_SPLIT_MERGE_MOVES = 10_000
 #: How the occupied slots are updated given the labels (``slot_update``).
-SLOT_UPDATES = ("slice", "metropolis")
+SLOT_UPDATES = ("slice", "metropolis", "hmc", "nuts")
 SLOT_UPDATE = "metropolis"
+#: Leapfrog steps per HMC transition of the occupied slots (``leapfrog``) by default, and the cap.
+LEAPFROG = 5
 
 _INDEX_OPS = tuple(getattr(_subtensor, name) for name in ("AdvancedSubtensor", "AdvancedSubtensor1")
                    if hasattr(_subtensor, name))
@@ -317,6 +321,8 @@ class NonConjugateModel:
         labels = model.rvs_to_values[rv]
         cluster = pt.inc_subtensor(pt.zeros(S)[labels], item) + base
         self._cluster_logp = pm.pytensorf.compile(self.value_vars, cluster, on_unused_input="ignore")
+        self._cluster_graph = cluster
+        self._cluster_grad = None  # compiled on first use (cluster_logp_grad)
         self._check_base_iid(model)
         # fresh draws of every slot from the base measure, given the other variables' values, on the value scale
         slot_set = set(self.slot_rvs)
@@ -413,6 +419,22 @@ class NonConjugateModel:
         log-likelihoods of the items labelled with it."""
         return np.asarray(self._cluster_logp(*self._with(values, labels, slots)), dtype=np.float64)
 
+    def cluster_logp_grad(self, values, labels, slots):
+        """(the (S,) log densities of :meth:`cluster_logp`, their gradients: one array per slot variable, of its
+        shape, row j the gradient of slot j's log density in slot j's values). Slot j's log density depends on
+        slot j only (checked iid base measure, items elementwise), so the gradient of their sum is that."""
+        if self._cluster_grad is None:
+            try:
+                grads = pt.grad(self._cluster_graph.sum(), self.slot_values)
+            except Exception as exc:  # NullTypeGradError, NotImplementedError, ... from PyTensor
+                raise ValueError(f"slot_update='hmc' needs the gradient of the log density of the slot variables "
+                                 f"{[v.name for v in self.slot_rvs]} and their likelihoods, which PyTensor cannot "
+                                 f"give ({type(exc).__name__}: {exc}); use slot_update='slice' or 'metropolis'") from exc
+            self._cluster_grad = pm.pytensorf.compile(self.value_vars, [self._cluster_graph, *grads],
+                                                      on_unused_input="ignore")
+        out = self._cluster_grad(*self._with(values, labels, slots))
+        return np.asarray(out[0], dtype=np.float64), [np.asarray(g, dtype=np.float64) for g in out[1:]]
+
     def draw(self, values):
         """Fresh values of all slots from the base measure (value scale)."""
         return [np.asarray(d) for d in self._draw(*values)]
@@ -464,19 +486,27 @@ class NonConjugateGibbs(ChainSetupMixin, BlockedStep):
     slot_steps : int, default 2
         Updates of the occupied slots per draw (Metropolis steps, or slice sweeps over every coordinate).
     scale : float, default 0.5
-        Initial random-walk step (value scale).
-    slot_update : {"metropolis", "slice"}, default "metropolis"
+        Initial random-walk step (value scale), or initial HMC step (``"hmc"``, in units of the mass).
+    slot_update : {"metropolis", "slice", "hmc", "nuts"}, default "metropolis"
         How the occupied slots are updated given the labels: ``"metropolis"``, one random-walk proposal for
         every slot at once on the value (unconstrained) scale, accepted per slot, its step adapted during
         tuning to an acceptance of 0.3; ``"slice"``, Neal's (2003) slice sampler (stepping out, shrinkage)
         coordinate by coordinate, every cluster's sampler run side by side
         (:mod:`~pymc_partitions.samplers.slot_slice`), its initial interval ``width / sqrt(cluster size)``
-        per coordinate, the widths following twice the distance moved during tuning. Slice mixes the
-        parameters of large clusters faster per draw but costs several evaluations per coordinate; measured
-        per effective sample per CPU second in ``docs/nonconjugate.md``.
+        per coordinate, the widths following twice the distance moved during tuning; ``"hmc"``, one HMC
+        transition of ``leapfrog`` steps per cluster, side by side, accepted per cluster
+        (:mod:`~pymc_partitions.samplers.slot_hmc`; PyTensor's gradient of the compiled per-slot log
+        density), cluster b's mass its size times a per-coordinate precision estimated during tuning, the
+        step (``scale``) adapted during tuning to an acceptance of 0.7; ``"nuts"``, none: the step's
+        ``vars`` are the partition only, and ``pm.sample`` gives the slot variables PyMC's NUTS (or pass
+        ``pm.NUTS([mu, sigma])`` yourself), which updates every slot given the labels. Measured per
+        effective sample per CPU second in ``docs/nonconjugate.md``.
     size_scaled : bool, default False
         ``"metropolis"`` only: cluster b's step is ``scale / sqrt(n_b)`` (a cluster's posterior spread
         shrinks like that).
+    leapfrog : int, default 5
+        ``"hmc"`` only: leapfrog steps per transition (1 is a Metropolis-adjusted Langevin step; at most
+        ``MAX_LEAPFROG``, 1000), each one evaluation of every item's log-likelihood and its gradient.
     split_merge : int, default 0
         Split-merge proposals per draw (0: none). Off by default: measured, one per draw pays on
         galaxies with Student-t clusters (1.5-3x effective samples per CPU second) but costs more
@@ -485,9 +515,9 @@ class NonConjugateGibbs(ChainSetupMixin, BlockedStep):
         per coordinate starts at the base measure's spread and, during tuning only, follows the
         mean spread of the occupied slots.
 
-    Sampler statistics: ``n_clusters``, ``slot_accept`` (mean acceptance of the Metropolis slot updates; for
-    ``"slice"``, the mean number of log-density evaluations per coordinate and sweep), ``slot_scale`` (the
-    random-walk step, or the mean slice width for a cluster of one item), ``opened`` (blocks opened by the label sweep), ``splits`` and ``merges``
+    Sampler statistics: ``n_clusters``, ``slot_accept`` (mean acceptance of the Metropolis or HMC slot updates;
+    for ``"slice"``, the mean number of log-density evaluations per coordinate and sweep; NaN for ``"nuts"``),
+    ``slot_scale`` (the random-walk or HMC step, or the mean slice width for a cluster of one item), ``opened`` (blocks opened by the label sweep), ``splits`` and ``merges``
     (accepted split-merge proposals).
 
     Examples
@@ -509,7 +539,7 @@ class NonConjugateGibbs(ChainSetupMixin, BlockedStep):
                            "merges": (np.int64, [])}
 
     def __init__(self, vars=None, model=None, m=3, slot_steps=2, scale=0.5, split_merge=SPLIT_MERGE_MOVES,
-                 slot_update=SLOT_UPDATE, size_scaled=False, rng=None, blocked=None, **kwargs):
+                 slot_update=SLOT_UPDATE, size_scaled=False, leapfrog=LEAPFROG, rng=None, blocked=None, **kwargs):
         model = pm.modelcontext(model)
         if vars is None:
             vars = [v for v in model.free_RVs if is_partition(v)]
@@ -522,6 +552,7 @@ class NonConjugateGibbs(ChainSetupMixin, BlockedStep):
         self.slot_steps = _checks.integer("slot_steps", slot_steps, low=0, owner="NonConjugateGibbs")
         self.slot_update = _checks.choice("slot_update", slot_update, SLOT_UPDATES, owner="NonConjugateGibbs")
         self.size_scaled = _checks.boolean("size_scaled", size_scaled, owner="NonConjugateGibbs")
+        self.leapfrog = _checks.integer("leapfrog", leapfrog, low=1, high=MAX_LEAPFROG, owner="NonConjugateGibbs")
         self.split_merge = _checks.integer("split_merge", split_merge, low=0, high=MAX_SPLIT_MERGE_MOVES,
                                            owner="NonConjugateGibbs")
         if not (isinstance(scale, (int, float, np.floating, np.integer)) and not isinstance(scale, bool)
@@ -532,8 +563,18 @@ class NonConjugateGibbs(ChainSetupMixin, BlockedStep):
         if extra:
             raise ValueError(f"NonConjugateGibbs: {extra} are not slot variables of the partition "
                              f"{parts[0].name!r} (those are {[v.name for v in self.nc.slot_rvs]})")
+        given_slots = [v.name for v in rvs if v in self.nc.slot_rvs]
+        if self.slot_update == "nuts" and given_slots:
+            raise ValueError(f"NonConjugateGibbs: with slot_update='nuts' the slot variables {given_slots} are left "
+                             f"to another step (pm.sample assigns NUTS to them): pass only the partition "
+                             f"{parts[0].name!r} in vars")
         self.terms = self.nc.terms
-        self.vars = [model.rvs_to_values[parts[0]]] + self.nc.slot_values
+        # with slot_update='nuts' the step still writes the slots (relabelled with the labels, the free ones drawn
+        # afresh), but another step updates the occupied ones: pm.sample assigns them a step of their own
+        self.vars = [model.rvs_to_values[parts[0]]] + ([] if self.slot_update == "nuts" else self.nc.slot_values)
+        if self.slot_update == "hmc":  # compile the gradient now: a model without one is refused here
+            point = model.initial_point(0)
+            self.nc.cluster_logp_grad(self.nc.values(point), None, None)
         self.initial_scale = float(scale)
         self.rng = np.random.default_rng(rng)
         self.reset_chain(None, None)
@@ -545,6 +586,7 @@ class NonConjugateGibbs(ChainSetupMixin, BlockedStep):
         self.nc.reseed(self.rng)
         self.split_scale = None  # per coordinate; set from the base measure at the first draw
         self.slice_width = None  # per coordinate, likewise
+        self.fisher = None  # HMC: per coordinate, a cluster of one item's posterior precision (tuning estimate)
         self._spread_sum, self._spread_count = 0.0, 0
 
     def stop_tuning(self):
@@ -623,6 +665,10 @@ class NonConjugateGibbs(ChainSetupMixin, BlockedStep):
         # 3. occupied slots given the labels: per-cluster slice sampling or vectorised random-walk Metropolis
         if self.slot_update == "slice":
             slots, rate = self._slice_slots(values, labels, slots, K)
+        elif self.slot_update == "hmc":
+            slots, rate = self._hmc_slots(values, labels, slots, K)
+        elif self.slot_update == "nuts":  # left to the step pm.sample gives the slot variables
+            rate = float("nan")
         else:
             slots, rate = self._metropolis_slots(values, labels, slots, K)
         out = dict(point)
@@ -636,6 +682,8 @@ class NonConjugateGibbs(ChainSetupMixin, BlockedStep):
         """The ``slot_scale`` statistic: the random-walk step, or the mean slice width (for a cluster of one item)."""
         if self.slot_update == "slice":
             return float(np.mean(self.slice_width)) if self.slice_width is not None else float("nan")
+        if self.slot_update == "nuts":
+            return float("nan")
         return self.scale
 
     def _metropolis_slots(self, values, labels, slots, K):
@@ -700,6 +748,51 @@ class NonConjugateGibbs(ChainSetupMixin, BlockedStep):
             f[:K] = s[:K]
         rate = evaluations / (sweeps * theta.shape[1]) if sweeps else float("nan")
         return fresh, float(rate)
+
+    def _hmc_slots(self, values, labels, slots, K):
+        """``slot_steps`` transitions of :func:`~pymc_partitions.samplers.slot_hmc.hmc_sweep`, ``leapfrog`` steps
+        each, on every occupied slot at once (cluster b's mass per coordinate: its size times the per-item
+        precision ``fisher``, estimated during tuning by the mean squared gradient per item, E[g^2] = E[-H] under
+        the posterior); the step size adapts during tuning to an acceptance of 0.7. Returns (slots, acceptance)."""
+        nc, dtype = self.nc, self.terms.dtype
+        flat, unflatten = _flattener(slots)
+        theta = flat(slots)
+        labels = labels.astype(dtype, copy=False)
+        sizes = np.bincount(labels, minlength=K)[:K].astype(np.float64)
+        full = theta.copy()
+
+        def logp_grad(rows):
+            full[:K] = rows
+            lp, grads = nc.cluster_logp_grad(values, labels, unflatten(full))
+            return lp[:K], flat(grads)[:K]
+
+        rows = theta[:K]
+        current, grad = logp_grad(rows)
+        if self.tuning or self.fisher is None:
+            with np.errstate(invalid="ignore", over="ignore"):
+                estimate = np.mean(grad**2 / sizes[:, None], axis=0)
+            self._adapt_t += 1
+            if self.fisher is None:
+                self.fisher = np.where(np.isfinite(estimate) & (estimate > 0), estimate, 1.0)
+            else:
+                weight = max(1.0 / self._adapt_t, 0.05)
+                ok = np.isfinite(estimate) & (estimate > 0)
+                self.fisher = np.where(ok, self.fisher + weight * (np.where(ok, estimate, 0.0) - self.fisher),
+                                       self.fisher)
+        mass = sizes[:, None] * self.fisher[None, :]
+        accept = []
+        for _ in range(self.slot_steps):
+            rows, current, grad, prob = hmc_sweep(rows, current, grad, logp_grad, mass, self.scale, self.leapfrog,
+                                                  self.rng)
+            accept.append(prob.mean())
+        rate = float(np.mean(accept)) if accept else float("nan")
+        if self.tuning and accept:
+            self.scale *= math.exp((rate - 0.7) / math.sqrt(self._adapt_t))
+        theta[:K] = rows
+        fresh = [s.copy() for s in slots]
+        for f, s in zip(fresh, unflatten(theta)):
+            f[:K] = s[:K]
+        return fresh, rate
 
     def _split_merge(self, values, labels, slots, item_ll, K):
         """``split_merge`` moves of :mod:`~pymc_partitions.samplers.slot_split_merge` on the canonical
@@ -780,10 +873,15 @@ def add_nonconjugate_steps(model, step):
             continue
         slots = slot_variables(model, rv)
         taken = [v.name for v in slots if model.rvs_to_values[v] in covered]
+        if taken and len(taken) == len(slots):  # the slots have their own step(s): the labels' step leaves them
+            added.append(NonConjugateGibbs([rv], model=model, slot_update="nuts"))
+            continue
         if taken:
+            missing = [v.name for v in slots if v.name not in taken]
             raise ValueError(f"the slot variable(s) {taken} of the partition {rv.name!r} are given to another step, "
-                             f"but the partition is not: give them to pmp.NonConjugateGibbs([{rv.name}]) together "
-                             "(the labels and slots are updated as one block)")
+                             f"but {missing} and the partition are not: give every slot variable to that step "
+                             f"(e.g. pm.NUTS({[v.name for v in slots]})), or none of them and let "
+                             f"pmp.NonConjugateGibbs([{rv.name}]) update the labels and slots as one block")
         added.append(NonConjugateGibbs([rv], model=model))
     return step if not added else given + added
 
