@@ -5,6 +5,7 @@ with non-conjugate clusters (issue 21, item 2).
 
     python benchmarks/bench_nonconjugate_split_merge.py                 # both data sets
     python benchmarks/bench_nonconjugate_split_merge.py --only galaxies --moves 0,3,6
+    python benchmarks/bench_nonconjugate_split_merge.py --moves 0,1,1i     # "i": split_merge_proposal="informed"
 
 Data sets and models (CRP(1), alpha fixed):
 
@@ -94,10 +95,17 @@ class Recorder:
         self.rows.setdefault(chain, []).append((K, sizes.max() / z.shape[0], lj))
 
 
-def measure(model, moves, args):
+def parse_config(text):
+    """``"3"``: split_merge=3 with the random-walk proposal; ``"3i"``: with the informed one."""
+    informed = text.endswith("i")
+    return int(text[:-1] if informed else text), "informed" if informed else "random_walk"
+
+
+def measure(model, config, args):
     import arviz as az  # noqa: PLC0415
 
-    step = pmp.NonConjugateGibbs([model["z"]], model=model, split_merge=moves)
+    moves, proposal = parse_config(config)
+    step = pmp.NonConjugateGibbs([model["z"]], model=model, split_merge=moves, split_merge_proposal=proposal)
     record = Recorder(step)
 
     def watch(chain, point, seconds):
@@ -121,13 +129,16 @@ def measure(model, moves, args):
 def main(argv=None):
     parser = argparse.ArgumentParser()
     parser.add_argument("--only", default="galaxies,faithful")
-    parser.add_argument("--moves", default="0,3", help="split_merge values; the first is the baseline")
+    parser.add_argument("--moves", default="0,3", help="split_merge values, 'i' appended for the informed proposal "
+                        "(e.g. 0,1,1i); the first is the baseline")
     parser.add_argument("--chains", type=int, default=4)
     parser.add_argument("--tune", type=int, default=500)
     parser.add_argument("--draws", type=int, default=1000)
     parser.add_argument("--seeds", default="1,2,3", help="one run of every configuration per seed")
     args = parser.parse_args(argv)
-    moves = [int(m) for m in args.moves.split(",")]
+    moves = args.moves.split(",")
+    for m in moves:
+        parse_config(m)
     seeds = [int(s) for s in args.seeds.split(",")]
     print(f"Python {platform.python_version()}, PyMC {pm.__version__}; {args.chains} chains x ({args.tune} tune + "
           f"{args.draws} draws), seeds {seeds}; load average {os.getloadavg()[0]:.1f} at start")
@@ -135,7 +146,10 @@ def main(argv=None):
         model = MODELS[dataset]()
         with warnings.catch_warnings():  # warm-up: compile everything before timing
             warnings.simplefilter("ignore")
-            sample(model, pmp.NonConjugateGibbs([model["z"]], model=model, split_merge=max(moves)), 5, 5, 1, 0)
+            for m in moves:
+                moves_m, proposal = parse_config(m)
+                sample(model, pmp.NonConjugateGibbs([model["z"]], model=model, split_merge=moves_m,
+                                                    split_merge_proposal=proposal), 5, 5, 1, 0)
         print(f"\n{dataset}")
         print("| seed | split_merge | CPU s | ms / draw | accepted / draw | " + " | ".join(
             f"{q}: R-hat / ESS / mean / ESS per s" for q in QUANTITIES) + " | ESS/s ratio (K, share, log joint) |")

@@ -64,7 +64,7 @@ from ..partition import canonicalize
 from ..samplers.algorithm8 import algorithm8_sweep
 from ..samplers.slot_hmc import MAX_LEAPFROG, hmc_sweep
 from ..samplers.slot_slice import slice_sweep, tuned_width
-from ..samplers.slot_split_merge import slot_split_merge
+from ..samplers.slot_split_merge import informed_split_merge, slot_split_merge, surrogate_pack, within_covariance
 from .compat import BlockedStep, ChainSetupMixin, Competence, ancestors
 from .distributions import CollapsedLikelihoodRV, constant_value, is_partition
 from .terms import PartitionTerms, _resolve_rv
@@ -79,6 +79,9 @@ MAX_AUXILIARIES = 1000
 #: evaluations of the log-likelihood of every item).
 SPLIT_MERGE_MOVES = 0
 MAX_SPLIT_MERGE_MOVES = 10_000
+#: The split-merge proposals (``split_merge_proposal``): see :mod:`~pymc_partitions.samplers.slot_split_merge`.
+SPLIT_MERGE_PROPOSALS = ("random_walk", "informed")
+SPLIT_MERGE_PROPOSAL = "random_walk"
 #: How the occupied slots are updated given the labels (``slot_update``).
 SLOT_UPDATES = ("slice", "metropolis", "hmc", "nuts")
 SLOT_UPDATE = "metropolis"
@@ -323,6 +326,7 @@ class NonConjugateModel:
         self._cluster_logp = pm.pytensorf.compile(self.value_vars, cluster, on_unused_input="ignore")
         self._cluster_graph = cluster
         self._cluster_grad = None  # compiled on first use (cluster_logp_grad)
+        self._cluster_derivatives = None  # compiled on first use (cluster_derivatives)
         self._check_base_iid(model)
         # fresh draws of every slot from the base measure, given the other variables' values, on the value scale
         slot_set = set(self.slot_rvs)
@@ -435,6 +439,43 @@ class NonConjugateModel:
         out = self._cluster_grad(*self._with(values, labels, slots))
         return np.asarray(out[0], dtype=np.float64), [np.asarray(g, dtype=np.float64) for g in out[1:]]
 
+    def cluster_derivatives(self, values, labels, slots):
+        """(lp (S,), gradient (S, d), Hessian (S, d, d)) of each slot's log density given the labels
+        (:meth:`cluster_logp`) in its own d values (the slot variables' values flattened per slot, in
+        order); compiled on first use. ``ValueError`` if the model's log density has no gradient."""
+        if self._cluster_derivatives is None:
+            self._cluster_derivatives = self._compile_derivatives()
+        lp, g, h = self._cluster_derivatives(*self._with(values, labels, slots))
+        return np.asarray(lp, np.float64), np.asarray(g, np.float64), np.asarray(h, np.float64)
+
+    def _compile_derivatives(self):
+        slot_values = self.slot_values
+        point = self.model.initial_point(0)
+        d = sum(int(np.prod(np.shape(point[name])[1:], dtype=np.int64)) for name in self.slot_names)
+
+        def flat(parts):
+            return pt.concatenate([pt.cast(p, "float64").reshape((p.shape[0], -1)) for p in parts], axis=1)
+
+        try:
+            grad = flat(pt.grad(self._cluster_graph.sum(), slot_values))
+            hess = pt.stack([flat(pt.grad(grad[:, c].sum(), slot_values)) for c in range(d)], axis=1)
+        except Exception as err:  # (a log density PyTensor cannot differentiate)
+            raise ValueError(f"the log density of the slot variables {[v.name for v in self.slot_rvs]} and "
+                             f"{[o.name for o in self.likelihoods]} has no gradient in the slots ({err}): "
+                             "use split_merge_proposal='random_walk'") from None
+        return pm.pytensorf.compile(self.value_vars, [self._cluster_graph, grad, hess], on_unused_input="ignore")
+
+    def features(self):
+        """(n, p) floats per item for a split-merge move's surrogate allocation: the observed values of the
+        likelihoods, flattened per item (a column of zeros when they are not constants)."""
+        parts = []
+        for obs in self.likelihoods:
+            value = constant_value(self.model.rvs_to_values[obs])
+            if value is None:
+                return np.zeros((self.n, 1))
+            parts.append(np.asarray(value, np.float64).reshape(self.n, -1))
+        return np.concatenate(parts, axis=1)
+
     def draw(self, values):
         """Fresh values of all slots from the base measure (value scale)."""
         return [np.asarray(d) for d in self._draw(*values)]
@@ -514,6 +555,13 @@ class NonConjugateGibbs(ChainSetupMixin, BlockedStep):
         Each costs up to three evaluations of the likelihood of every item. Its proposal's scale
         per coordinate starts at the base measure's spread and, during tuning only, follows the
         mean spread of the occupied slots.
+    split_merge_proposal : {"random_walk", "informed"}, default "random_walk"
+        The split-merge proposal. ``"random_walk"``: the parameters of a split are phi +/- u (or phi, phi + u),
+        items allocated by their likelihood under them. ``"informed"``: items allocated by a conjugate surrogate
+        of their observed values (Normal-inverse-Wishart; its cluster covariance, during tuning only, follows
+        the chain's pooled within-cluster covariance), then each new cluster's parameter drawn from a Gaussian
+        approximation of its conditional posterior (Newton steps with the compiled gradient and Hessian of the
+        model's log density; needs a differentiable log density). Measured in ``docs/nonconjugate.md``.
 
     Sampler statistics: ``n_clusters``, ``slot_accept`` (mean acceptance of the Metropolis or HMC slot updates;
     for ``"slice"``, the mean number of log-density evaluations per coordinate and sweep; NaN for ``"nuts"``),
@@ -539,7 +587,8 @@ class NonConjugateGibbs(ChainSetupMixin, BlockedStep):
                            "merges": (np.int64, [])}
 
     def __init__(self, vars=None, model=None, m=3, slot_steps=2, scale=0.5, split_merge=SPLIT_MERGE_MOVES,
-                 slot_update=SLOT_UPDATE, size_scaled=False, leapfrog=LEAPFROG, rng=None, blocked=None, **kwargs):
+                 slot_update=SLOT_UPDATE, size_scaled=False, leapfrog=LEAPFROG, split_merge_proposal=SPLIT_MERGE_PROPOSAL,
+                 rng=None, blocked=None, **kwargs):
         model = pm.modelcontext(model)
         if vars is None:
             vars = [v for v in model.free_RVs if is_partition(v)]
@@ -555,6 +604,8 @@ class NonConjugateGibbs(ChainSetupMixin, BlockedStep):
         self.leapfrog = _checks.integer("leapfrog", leapfrog, low=1, high=MAX_LEAPFROG, owner="NonConjugateGibbs")
         self.split_merge = _checks.integer("split_merge", split_merge, low=0, high=MAX_SPLIT_MERGE_MOVES,
                                            owner="NonConjugateGibbs")
+        self.split_merge_proposal = _checks.choice("split_merge_proposal", split_merge_proposal, SPLIT_MERGE_PROPOSALS,
+                                                   owner="NonConjugateGibbs")
         if not (isinstance(scale, (int, float, np.floating, np.integer)) and not isinstance(scale, bool)
                 and math.isfinite(scale) and scale > 0):
             raise ValueError(f"NonConjugateGibbs: scale must be a positive finite number, got {scale!r}")
@@ -577,7 +628,31 @@ class NonConjugateGibbs(ChainSetupMixin, BlockedStep):
             self.nc.cluster_logp_grad(self.nc.values(point), None, None)
         self.initial_scale = float(scale)
         self.rng = np.random.default_rng(rng)
+        if self.split_merge and self.split_merge_proposal == "informed":
+            self.nc.cluster_derivatives(self.nc.values(model.initial_point(0)),
+                                        *self._initial_labels_and_slots(model))  # compiles; refuses no gradient
+            self.features = self.nc.features()
+            spread = np.atleast_2d(np.cov(self.features, rowvar=False))
+            ridge = 1e-6 * max(float(np.trace(spread)) / spread.shape[0], 1e-12)
+            self.initial_within = spread / 16.0 + ridge * np.eye(spread.shape[0])
+            self.base_spread = self._base_spread(model)
         self.reset_chain(None, None)
+
+    def _base_spread(self, model):
+        """Per coordinate of a slot's flattened values, the base measure's standard deviation (value
+        scale), from at least 400 fresh draws (1 where it is not positive and finite)."""
+        values = self.nc.values(model.initial_point(0))
+        flat, _ = _flattener(self.nc.draw(values))
+        rows = []
+        while sum(len(r) for r in rows) < 400:
+            rows.append(flat(self.nc.draw(values)))
+        spread = np.concatenate(rows).std(axis=0)
+        return np.where(np.isfinite(spread) & (spread > 0), spread, 1.0)
+
+    def _initial_labels_and_slots(self, model):
+        point = model.initial_point(0)
+        return (np.zeros(self.nc.n, self.terms.dtype),
+                [np.asarray(point[name]) for name in self.nc.slot_names])
 
     def reset_chain(self, tune, draws):
         self.scale = self.initial_scale
@@ -588,6 +663,9 @@ class NonConjugateGibbs(ChainSetupMixin, BlockedStep):
         self.slice_width = None  # per coordinate, likewise
         self.fisher = None  # HMC: per coordinate, a cluster of one item's posterior precision (tuning estimate)
         self._spread_sum, self._spread_count = 0.0, 0
+        if self.split_merge and self.split_merge_proposal == "informed":  # the surrogate's block covariance
+            self._within_sum, self._within_count = 0.0, 0
+            self.surrogate = surrogate_pack(self.features, self.initial_within)
 
     def stop_tuning(self):
         self.tuning = False
@@ -808,6 +886,8 @@ class NonConjugateGibbs(ChainSetupMixin, BlockedStep):
             return nc.base_logp(values, unflatten(theta))
 
         theta = flat(slots)
+        if self.split_merge_proposal == "informed":
+            return self._informed_split_merge(values, labels, slots, item_ll, K, theta, unflatten)
         if self.split_scale is None:  # the base measure's spread per coordinate, until tuning measures the blocks'
             spread = theta[K:].std(axis=0) if S - K >= 2 else np.zeros(theta.shape[1])
             self.split_scale = np.where(np.isfinite(spread) & (spread > 0), spread, 1.0)
@@ -826,6 +906,39 @@ class NonConjugateGibbs(ChainSetupMixin, BlockedStep):
         for f, s in zip(fresh, unflatten(theta)):
             f[:K] = s[:K]
         return new.astype(dtype), fresh, item_ll, K, splits, merges
+
+    def _informed_split_merge(self, values, labels, slots, item_ll, K, theta, unflatten):
+        """The informed moves (:func:`~pymc_partitions.samplers.slot_split_merge.informed_split_merge`): the
+        surrogate allocates by the observed values, its block covariance following, during tuning only, the
+        mean pooled within-block covariance of the chain's partitions; Laplace fits through the compiled
+        derivatives of :meth:`NonConjugateModel.cluster_logp`."""
+        nc, dtype = self.nc, self.terms.dtype
+        if self.tuning and K >= 2:
+            within = within_covariance(self.features, labels)
+            if within is not None and np.isfinite(within).all():
+                self._within_sum = self._within_sum + within
+                self._within_count += 1
+                mean = self._within_sum / self._within_count
+                ridge = 1e-6 * max(float(np.trace(mean)) / mean.shape[0], 1e-12)
+                try:
+                    self.surrogate = surrogate_pack(self.features, mean + ridge * np.eye(mean.shape[0]))
+                except ValueError:
+                    pass  # (keep the previous one: a degenerate partition early in tuning)
+
+        def terms(lab, th, derivatives):
+            lab = lab.astype(dtype)
+            if derivatives:
+                return nc.cluster_derivatives(values, lab, unflatten(th))
+            return nc.cluster_logp(values, lab, unflatten(th))
+
+        new, theta, splits, merges = informed_split_merge(labels, theta, terms, self.surrogate, self.terms.prior_code,
+                                                          self._prior_params, self.base_spread, self.rng,
+                                                          moves=self.split_merge)
+        K = int(new.max()) + 1
+        fresh = [s.copy() for s in slots]
+        for f, s in zip(fresh, unflatten(theta)):
+            f[:K] = s[:K]
+        return new.astype(dtype), fresh, None, K, splits, merges
 
 
 def _flattener(slots):

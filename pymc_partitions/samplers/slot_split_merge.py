@@ -48,11 +48,13 @@ import numba
 import numpy as np
 
 from .. import _checks
+from .._numeric import runtime_int
+from ..families.kernels import NIW, FamilyPack, niw_hyper, pack_init, pack_log_preds, pack_update
 from ..partition import canonicalize
 from ..priors import log_join_weight, log_split_prior_ratio
 from .gibbs import check_prior
 
-__all__ = ["slot_split_merge", "MULTIPLIERS"]
+__all__ = ["slot_split_merge", "MULTIPLIERS", "informed_split_merge", "surrogate_pack", "within_covariance"]
 
 #: default scale mixture of the split proposal (fractions of ``scale``)
 MULTIPLIERS = (0.125, 0.25, 0.5, 1.0)
@@ -254,3 +256,283 @@ def slot_split_merge(labels, theta, item_ll, base_lp, loglik, base_logp, prior_c
         theta[:K] = prop[old]
         base_lp[:K] = base_new[old]
     return labels, theta, item_ll, base_lp, splits, merges
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The data-informed move: SAMS allocation by a conjugate surrogate, Laplace proposals of the parameters
+
+
+#: The most derivative evaluations (Newton steps) per Laplace fit of the informed move ...
+NEWTON_STEPS = 4
+#: ... which stop early once every fitted block's Newton decrement g' P^-1 g is below this
+NEWTON_TOLERANCE = 0.01
+
+
+def surrogate_pack(features, within_cov) -> FamilyPack:
+    """The conjugate surrogate of :func:`informed_split_merge`'s allocation: a Normal-inverse-Wishart
+    family on the items' ``features`` (n, p) (e.g. their observed values), centred on their mean with
+    kappa0 = 0.01, nu0 = p + 2 and the prior mean of the blocks' covariance ``within_cov`` (p, p)."""
+    x = np.asarray(features, dtype=np.float64)
+    if x.ndim != 2 or x.shape[0] < 1 or x.shape[1] < 1 or not np.isfinite(x).all():
+        raise ValueError(f"surrogate_pack: features must be a finite (n, p) array, got shape {x.shape}")
+    p = x.shape[1]
+    cov = np.asarray(within_cov, dtype=np.float64)
+    if cov.shape != (p, p) or not np.isfinite(cov).all() or not np.allclose(cov, cov.T):
+        raise ValueError(f"surrogate_pack: within_cov must be a finite symmetric ({p}, {p}) matrix")
+    ceiling = np.abs(np.linalg.eigvalsh(cov)).max() if p else 1.0
+    cov = cov + np.eye(p) * 1e-9 * max(ceiling, 1e-300)
+    if np.linalg.eigvalsh(cov).min() <= 0:
+        raise ValueError("surrogate_pack: within_cov must be positive definite")
+    nu0 = p + 2.0
+    return FamilyPack.build([(NIW, x, niw_hyper(x.mean(axis=0), 0.01, nu0, cov * (nu0 - p - 1.0), p, x.shape[0]))])
+
+
+def within_covariance(features, labels):
+    """The pooled within-block covariance (p, p) of ``features`` under ``labels`` (None if no block has
+    two items): the scale :class:`surrogate_pack` is given, measured on a partition of the chain."""
+    x = np.asarray(features, dtype=np.float64)
+    K = int(labels.max()) + 1
+    sizes = np.bincount(labels, minlength=K)
+    if x.shape[0] - K < 1:
+        return None
+    means = np.stack([np.bincount(labels, x[:, c], minlength=K) for c in range(x.shape[1])], axis=1) / sizes[:, None]
+    r = x - means[labels]
+    return r.T @ r / (x.shape[0] - K)
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _surrogate_allocate(split, members, side, uniforms, prior_code, prior_params,
+                        codes, dims, data_off, stat_off, hyper_off, hyper, data, width):
+    """SAMS allocation of ``members`` (anchors first, sides 0 and 1) by the surrogate's predictives:
+    ``split`` draws ``side[2:]`` with ``uniforms``, else scores the given sides. Returns the log
+    probability of the allocation (-inf: impossible)."""
+    stats = np.empty((2, width))
+    pack_init(codes, dims, stat_off, hyper_off, hyper, stats, 0)
+    pack_init(codes, dims, stat_off, hyper_off, hyper, stats, 1)
+    scratch = np.empty(max(1, data.shape[1]))
+    pack_update(codes, dims, data_off, stat_off, hyper_off, hyper, stats, 0, data, members[0], 1.0, scratch)
+    pack_update(codes, dims, data_off, stat_off, hyper_off, hyper, stats, 1, data, members[1], 1.0, scratch)
+    rows = np.arange(2)
+    lw = np.empty(2)
+    size0 = 1
+    size1 = 1
+    log_p = 0.0
+    for t in range(2, members.shape[0]):
+        q = members[t]
+        lw[0] = log_join_weight(prior_code, prior_params, size0)
+        lw[1] = log_join_weight(prior_code, prior_params, size1)
+        pack_log_preds(codes, dims, data_off, stat_off, hyper_off, hyper, stats, rows, runtime_int(2), data, q, scratch, lw)
+        top = max(lw[0], lw[1])
+        if not top > -np.inf or top == np.inf:  # (also NaN)
+            return -np.inf
+        lse = top + math.log(math.exp(lw[0] - top) + math.exp(lw[1] - top))
+        if split:
+            side[t] = 0 if uniforms[t - 2] < math.exp(lw[0] - lse) else 1
+        c = side[t]
+        log_p += lw[c] - lse
+        if c == 0:
+            size0 += 1
+        else:
+            size1 += 1
+        pack_update(codes, dims, data_off, stat_off, hyper_off, hyper, stats, c, data, q, 1.0, scratch)
+    return log_p
+
+
+def _laplace(terms, labels, theta, rows, steps, spread):
+    """Gaussian approximations of the blocks in ``rows`` (their log densities given ``labels``) by Newton's
+    method from ``theta[rows]``: at each of up to ``steps`` points x, the gradient g and the precision
+    P = |H| + diag(1 / spread^2) (|H|: the negative Hessian with its eigenvalues' absolute values, so
+    saddle points and convex regions still give a precision; the added term keeps the proposal no wider
+    than ``spread`` per coordinate where the log density is flat, e.g. along the funnel of a block of one
+    item), and the step P^-1 g shrunk so that no coordinate moves by more than its ``spread``. It stops
+    early once every block's Newton decrement g' P^-1 g is below ``NEWTON_TOLERANCE``. The approximation
+    is N(last point + its step, P^-1 at the last point). Returns (means (r, d), Cholesky factors (r, d, d)
+    of the precisions), or None if not finite. Deterministic in its inputs, so the reverse move's
+    proposal density is the same computation."""
+    x = theta[rows].copy()
+    full = theta.copy()
+    floor = np.diag(1.0 / spread**2)
+    for _ in range(steps):
+        full[rows] = x
+        lp, g, H = terms(labels, full, True)
+        lp, g, H = lp[rows], g[rows], H[rows]
+        if not (np.isfinite(lp).all() and np.isfinite(g).all() and np.isfinite(H).all()):
+            return None
+        lam, vec = np.linalg.eigh(-0.5 * (H + np.swapaxes(H, 1, 2)))
+        P = np.einsum("rij,rj,rkj->rik", vec, np.abs(lam), vec) + floor
+        delta = np.linalg.solve(P, g[..., None])[..., 0]
+        x = x + delta / np.maximum(1.0, np.max(np.abs(delta) / spread, axis=1))[:, None]
+        if np.einsum("ri,ri->r", g, delta).max() < NEWTON_TOLERANCE:
+            break
+    if not np.isfinite(x).all():
+        return None
+    try:
+        chol = np.linalg.cholesky(P)
+    except np.linalg.LinAlgError:
+        return None
+    return x, chol
+
+
+def _gauss_draw(fit, k, rng):
+    """A draw from N(mean_k, P_k^-1) with P_k = L L^T: mean + L^-T z."""
+    mean, chol = fit
+    return mean[k] + np.linalg.solve(chol[k].T, rng.standard_normal(mean.shape[1]))
+
+
+def _gauss_logpdf(fit, k, x):
+    mean, chol = fit
+    z = chol[k].T @ (x - mean[k])
+    return float(-0.5 * z @ z + np.log(np.diag(chol[k])).sum() - 0.5 * mean.shape[1] * math.log(2 * math.pi))
+
+
+def _log_informed_acceptance(split, log_pi_split_over_merged, log_q_merged, log_q_split, log_p_allocation):
+    """log Metropolis-Hastings ratio of an informed split (or, inverted, of the merge): the split
+    draws both blocks' parameters (density ``log_q_split``) after the allocation, the merge the merged
+    block's (``log_q_merged``)."""
+    log_split = log_pi_split_over_merged + log_q_merged - log_q_split - log_p_allocation
+    return log_split if split else -log_split
+
+
+def informed_split_merge(labels, theta, terms, pack, prior_code, prior_params, spread, rng, moves=1,
+                         newton_steps=NEWTON_STEPS):
+    """``moves`` data-informed split-merge proposals on (partition, block parameters); returns
+    (canonical labels, theta, accepted splits, accepted merges).
+
+    Two distinct items i, j are drawn uniformly (ordered). Same block S with parameter phi: a **split**.
+    The other items of S, in a uniformly random order, join i's side or j's SAMS-style with probability
+    proportional to (the prior's join weight) x (the predictive of a conjugate surrogate, ``pack``, given
+    the items already on that side): the probability of any allocation is computable by replaying it.
+    Then each side's parameter is drawn from a Gaussian (Laplace-like) approximation of its conditional
+    posterior given its items (value scale): Newton's method from phi (up to ``newton_steps`` evaluations), each coordinate's
+    step at most its ``spread``, the precision the negative Hessian's absolute value plus
+    diag(1 / spread^2) at the last point (:func:`_laplace`). Different
+    blocks: a **merge**, its parameter drawn from the Laplace approximation of the merged block's
+    posterior started at i's block's parameter. The reverse move's densities are the same computations
+    on the proposed state, so the acceptance ratio, pi(split) q(phi | merge) / (pi(merged) P(allocation)
+    q(phi_i, phi_j | split)), is exact; the draws are direct in the value space (Jacobian 1).
+
+    Parameters
+    ----------
+    labels : (n,) canonical labels.
+    theta : (S, d) float, S >= K; rows >= K free (overwritten at will; stale on return).
+    terms : callable ``(labels, theta, derivatives) -> lp (S,)``, or ``(lp, grad (S, d), hess (S, d, d))``
+        when ``derivatives``: each row's log density given the labels (base measure with its Jacobian plus the
+        log-likelihoods of the items labelled with it) and its gradient and Hessian in the row.
+    pack : :class:`~pymc_partitions.families.kernels.FamilyPack` of the surrogate (:func:`surrogate_pack`).
+    prior_code, prior_params : the partition prior.
+    spread : (d,) positive floats
+        Per coordinate, the base measure's spread (value scale): the widest a proposal gets, and the
+        largest move of one Newton step.
+    rng : numpy Generator.
+    moves : int >= 0.
+    newton_steps : int >= 1, the most evaluations of the derivatives per Laplace fit.
+    """
+    owner = "informed_split_merge"
+    labels = np.asarray(labels)
+    if labels.ndim != 1 or labels.shape[0] < 1 or not np.issubdtype(labels.dtype, np.integer) \
+            or not np.array_equal(canonicalize(labels), labels):
+        raise ValueError(f"{owner}: labels must be canonical integer labels (0, 1, ... in order of appearance)")
+    n = labels.shape[0]
+    labels = labels.astype(np.int64)
+    K = int(labels.max()) + 1
+    theta = np.array(theta, dtype=np.float64)
+    if theta.ndim != 2 or theta.shape[0] < K or theta.shape[1] < 1 or not np.isfinite(theta[:K]).all():
+        raise ValueError(f"{owner}: theta must be (S, d) with S >= K={K} rows, d >= 1 and finite occupied rows, "
+                         f"got shape {theta.shape}")
+    S, d = theta.shape
+    if not callable(terms):
+        raise TypeError(f"{owner}: terms must be callable")
+    if not isinstance(pack, FamilyPack) or pack.data.shape[0] != n:
+        raise TypeError(f"{owner}: pack must be a FamilyPack on the n={n} items (see surrogate_pack)")
+    code, params = check_prior(n, prior_code, prior_params, owner)
+    spread = np.asarray(spread, dtype=np.float64)
+    if spread.shape != (d,) or not (np.isfinite(spread).all() and (spread > 0).all()):
+        raise ValueError(f"{owner}: spread must be d={d} positive finite numbers, got {spread!r}")
+    moves = _checks.integer("moves", moves, low=0, owner=owner)
+    newton_steps = _checks.integer("newton_steps", newton_steps, low=1, owner=owner)
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(f"{owner}: rng must be a numpy Generator, got {type(rng).__name__}")
+
+    def checked(lab, th, derivatives):
+        out = terms(lab, th, derivatives)
+        parts = out if derivatives else (out,)
+        shapes = [(S,), (S, d), (S, d, d)][:len(parts)]
+        if len(parts) != (3 if derivatives else 1) or any(np.shape(p) != s for p, s in zip(parts, shapes)):
+            raise ValueError(f"{owner}: terms must return lp (S,) [, grad (S, d), hess (S, d, d)] with S={S}, d={d}")
+        parts = [_finite_or_minus_inf(p) for p in parts]
+        if np.isposinf(parts[0]).any():
+            raise ValueError(f"{owner}: terms returned a log density of +inf")
+        return tuple(parts) if derivatives else parts[0]
+
+    pk = (pack.codes, pack.dims, pack.data_off, pack.stat_off, pack.hyper_off, pack.hyper, pack.data, pack.width)
+    splits = merges = 0
+    for _ in range(moves if n > 1 else 0):
+        i, j = rng.choice(n, 2, replace=False)
+        ci, cj = labels[i], labels[j]
+        split = ci == cj
+        inside = np.flatnonzero((labels == ci) | (labels == cj))
+        rest = inside[(inside != i) & (inside != j)]
+        members = np.concatenate([[i, j], rng.permutation(rest)]).astype(np.int64)
+        uniforms = rng.random(members.shape[0] - 2)
+        log_u = math.log(rng.random() or 5e-324)
+        if split:
+            if K >= S:
+                continue  # no free row: only a finite prior with K = k blocks, where a split has probability 0
+            side = np.zeros(members.shape[0], np.int64)
+            side[1] = 1
+            log_p = _surrogate_allocate(True, members, side, uniforms, code, params, *pk)
+            if log_p == -np.inf:
+                continue
+            merged, parted = labels, labels.copy()
+            parted[members[side == 1]] = K
+            a_row, b_row = ci, K
+            start = theta.copy()
+            start[K] = theta[ci]
+            fit = _laplace(checked, parted, start, np.array([a_row, b_row]), newton_steps, spread)
+            if fit is None:
+                continue
+            split_theta = theta.copy()
+            split_theta[a_row] = _gauss_draw(fit, 0, rng)
+            split_theta[b_row] = _gauss_draw(fit, 1, rng)
+            merged_theta = theta
+        else:
+            side = (labels[members] == cj).astype(np.int64)
+            log_p = _surrogate_allocate(False, members, side, uniforms, code, params, *pk)
+            parted, merged = labels, labels.copy()
+            merged[members] = ci
+            a_row, b_row = ci, cj
+            merged_fit = _laplace(checked, merged, theta, np.array([ci]), newton_steps, spread)
+            if merged_fit is None:
+                continue
+            merged_theta = theta.copy()
+            merged_theta[ci] = _gauss_draw(merged_fit, 0, rng)
+            split_theta = theta
+            start = merged_theta.copy()
+            start[cj] = merged_theta[ci]
+            fit = _laplace(checked, parted, start, np.array([a_row, b_row]), newton_steps, spread)
+            if fit is None:
+                continue
+        if split:  # the reverse merge's fit, started at i's side's (proposed) parameter
+            merged_fit = _laplace(checked, merged, split_theta, np.array([ci]), newton_steps, spread)
+            if merged_fit is None:
+                continue
+        lp_split = checked(parted, split_theta, False)
+        lp_merged = checked(merged, merged_theta, False)
+        a = int(np.count_nonzero(side == 0))
+        log_pi = (log_split_prior_ratio(code, params, K - (0 if split else 1), a, members.shape[0] - a)
+                  + lp_split[a_row] + lp_split[b_row] - lp_merged[ci])
+        log_q_split = _gauss_logpdf(fit, 0, split_theta[a_row]) + _gauss_logpdf(fit, 1, split_theta[b_row])
+        log_q_merged = _gauss_logpdf(merged_fit, 0, merged_theta[ci])
+        log_ratio = _log_informed_acceptance(split, log_pi, log_q_merged, log_q_split, log_p)
+        if not log_u < log_ratio:  # (a NaN ratio rejects)
+            continue
+        trial, theta = (parted, split_theta) if split else (merged, merged_theta)
+        splits += int(split)
+        merges += int(not split)
+        labels = canonicalize(trial)
+        K = int(labels.max()) + 1
+        first = np.zeros(K, np.int64)
+        first[labels[::-1]] = np.arange(n)[::-1]
+        theta = theta.copy()
+        theta[:K] = theta[trial[first]]
+    return labels, theta, splits, merges
