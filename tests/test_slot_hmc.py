@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from enumeration import ess
+from test_slot_slice import ks_pvalues
 from pymc_partitions.samplers.slot_hmc import hmc_sweep
 
 # three clusters of two coordinates: independent Normals with these means and sds
@@ -31,17 +31,6 @@ def run(logp_grad, theta, mass, step, leapfrog, draws, seed):
         assert ((prob >= 0) & (prob <= 1)).all()
         out[t] = theta
     return out
-
-
-def ks_pvalues(draws, cdf):
-    """KS p-value per cluster and coordinate, thinned to about one draw per effective sample."""
-    pvals = []
-    for b in range(draws.shape[1]):
-        for j in range(draws.shape[2]):
-            x = draws[:, b, j]
-            thin = max(1, int(np.ceil(len(x) / ess(x))))
-            pvals.append(stats.kstest(x[::thin], lambda v: cdf(v, b, j)).pvalue)
-    return np.array(pvals)
 
 
 @pytest.mark.parametrize("mass, step, leapfrog", [

@@ -640,7 +640,10 @@ class NonConjugateGibbs(ChainSetupMixin, BlockedStep):
 
     def _base_spread(self, model):
         """Per coordinate of a slot's flattened values, the base measure's standard deviation (value
-        scale), from at least 400 fresh draws (1 where it is not positive and finite)."""
+        scale), from at least 400 fresh draws (1 where it is not positive and finite). The draws use a
+        fixed seed: the spread is a constant of the model, and the chain's own streams (reseeded by
+        reset_chain) stay a function of its seed alone."""
+        self.nc.reseed(np.random.default_rng(0))
         values = self.nc.values(model.initial_point(0))
         flat, _ = _flattener(self.nc.draw(values))
         rows = []

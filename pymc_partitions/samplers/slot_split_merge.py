@@ -116,6 +116,36 @@ def _called(fn, args, shape, what):
     return _finite_or_minus_inf(out)
 
 
+def _draw_move(labels, n, rng):
+    """The randomness of one split-merge proposal: two distinct items i, j, their blocks ci, cj,
+    whether it is a split (ci == cj), the union's items in allocation order (i, j, then the others
+    shuffled) and one uniform per allocated item."""
+    i, j = rng.choice(n, 2, replace=False)
+    ci, cj = labels[i], labels[j]
+    inside = np.flatnonzero((labels == ci) | (labels == cj))
+    rest = inside[(inside != i) & (inside != j)]
+    members = np.concatenate([[i, j], rng.permutation(rest)]).astype(np.int64)
+    return i, j, ci, cj, ci == cj, members, rng.random(members.shape[0] - 2)
+
+
+def _checked_state(owner, labels, theta):
+    """(labels as int64, theta as float64 (S, d), n, K, S, d) after checking them: canonical labels,
+    and a parameter row per slot, finite on the K occupied ones."""
+    labels = np.asarray(labels)
+    if labels.ndim != 1 or labels.shape[0] < 1 or not np.issubdtype(labels.dtype, np.integer) \
+            or not np.array_equal(canonicalize(labels), labels):
+        raise ValueError(f"{owner}: labels must be canonical integer labels (0, 1, ... in order of appearance)")
+    n = labels.shape[0]
+    labels = labels.astype(np.int64)
+    K = int(labels.max()) + 1
+    theta = np.array(theta, dtype=np.float64)
+    if theta.ndim != 2 or theta.shape[0] < K or theta.shape[1] < 1 or not np.isfinite(theta[:K]).all():
+        raise ValueError(f"{owner}: theta must be (S, d) with S >= K={K} rows, d >= 1 and finite occupied rows, "
+                         f"got shape {theta.shape}")
+    S, d = theta.shape
+    return labels, theta, n, K, S, d
+
+
 def slot_split_merge(labels, theta, item_ll, base_lp, loglik, base_logp, prior_code, prior_params, scale, rng,
                      moves=1, multipliers=MULTIPLIERS, kinds=KINDS):
     """``moves`` split-merge proposals on (partition, block parameters); returns (canonical labels,
@@ -145,18 +175,7 @@ def slot_split_merge(labels, theta, item_ll, base_lp, loglik, base_logp, prior_c
     On return, rows >= K of ``theta`` are stale: the caller draws free parameters afresh.
     """
     owner = "slot_split_merge"
-    labels = np.asarray(labels)
-    if labels.ndim != 1 or labels.shape[0] < 1 or not np.issubdtype(labels.dtype, np.integer) \
-            or not np.array_equal(canonicalize(labels), labels):
-        raise ValueError(f"{owner}: labels must be canonical integer labels (0, 1, ... in order of appearance)")
-    n = labels.shape[0]
-    labels = labels.astype(np.int64)
-    K = int(labels.max()) + 1
-    theta = np.array(theta, dtype=np.float64)
-    if theta.ndim != 2 or theta.shape[0] < K or theta.shape[1] < 1 or not np.isfinite(theta[:K]).all():
-        raise ValueError(f"{owner}: theta must be (S, d) with S >= K={K} rows, d >= 1 and finite occupied rows, "
-                         f"got shape {theta.shape}")
-    S, d = theta.shape
+    labels, theta, n, K, S, d = _checked_state(owner, labels, theta)
     item_ll = np.array(item_ll, dtype=np.float64)
     if item_ll.shape != (n,) or not np.isfinite(item_ll).all():
         raise ValueError(f"{owner}: item_ll must be n={n} finite log-likelihoods, got shape {item_ll.shape}")
@@ -180,13 +199,7 @@ def slot_split_merge(labels, theta, item_ll, base_lp, loglik, base_logp, prior_c
         raise TypeError(f"{owner}: rng must be a numpy Generator, got {type(rng).__name__}")
     splits = merges = 0
     for _ in range(moves if n > 1 else 0):
-        i, j = rng.choice(n, 2, replace=False)
-        ci, cj = labels[i], labels[j]
-        split = ci == cj
-        inside = np.flatnonzero((labels == ci) | (labels == cj))
-        rest = inside[(inside != i) & (inside != j)]
-        members = np.concatenate([[i, j], rng.permutation(rest)])
-        uniforms = rng.random(members.shape[0] - 2)
+        i, j, ci, cj, split, members, uniforms = _draw_move(labels, n, rng)
         log_u = math.log(rng.random() or 5e-324)
         anchored = anchored_kinds[rng.integers(len(anchored_kinds))]
         spread = 2.0 * scale if anchored else scale  # u: the whole distance, or half of it
@@ -428,18 +441,7 @@ def informed_split_merge(labels, theta, terms, pack, prior_code, prior_params, s
     newton_steps : int >= 1, the most evaluations of the derivatives per Laplace fit.
     """
     owner = "informed_split_merge"
-    labels = np.asarray(labels)
-    if labels.ndim != 1 or labels.shape[0] < 1 or not np.issubdtype(labels.dtype, np.integer) \
-            or not np.array_equal(canonicalize(labels), labels):
-        raise ValueError(f"{owner}: labels must be canonical integer labels (0, 1, ... in order of appearance)")
-    n = labels.shape[0]
-    labels = labels.astype(np.int64)
-    K = int(labels.max()) + 1
-    theta = np.array(theta, dtype=np.float64)
-    if theta.ndim != 2 or theta.shape[0] < K or theta.shape[1] < 1 or not np.isfinite(theta[:K]).all():
-        raise ValueError(f"{owner}: theta must be (S, d) with S >= K={K} rows, d >= 1 and finite occupied rows, "
-                         f"got shape {theta.shape}")
-    S, d = theta.shape
+    labels, theta, n, K, S, d = _checked_state(owner, labels, theta)
     if not callable(terms):
         raise TypeError(f"{owner}: terms must be callable")
     if not isinstance(pack, FamilyPack) or pack.data.shape[0] != n:
@@ -467,13 +469,7 @@ def informed_split_merge(labels, theta, terms, pack, prior_code, prior_params, s
     pk = (pack.codes, pack.dims, pack.data_off, pack.stat_off, pack.hyper_off, pack.hyper, pack.data, pack.width)
     splits = merges = 0
     for _ in range(moves if n > 1 else 0):
-        i, j = rng.choice(n, 2, replace=False)
-        ci, cj = labels[i], labels[j]
-        split = ci == cj
-        inside = np.flatnonzero((labels == ci) | (labels == cj))
-        rest = inside[(inside != i) & (inside != j)]
-        members = np.concatenate([[i, j], rng.permutation(rest)]).astype(np.int64)
-        uniforms = rng.random(members.shape[0] - 2)
+        i, j, ci, cj, split, members, uniforms = _draw_move(labels, n, rng)
         log_u = math.log(rng.random() or 5e-324)
         if split:
             if K >= S:
