@@ -132,7 +132,9 @@ def test_informed_split_merge_step_matches_enumeration(prior_name, model):
     written as slots: a log-transformed variance and a mean whose base measure depends on it)."""
     prior = PRIORS[prior_name]
     parts, p = exact(prior) if model == "normal" else exact_nig(prior)
-    _, wrong = exact(prior, y=Y * 1.5) if model == "normal" else exact_nig(prior, y=Y * 1.5)
+    # (the unknown-variance posterior moves less with the data's scale: at 1.5x it is within TV 0.19 of the
+    # exact one, the size of the tolerance itself, so the power check takes 2x: TV 0.32-0.33)
+    _, wrong = exact(prior, y=Y * 1.5) if model == "normal" else exact_nig(prior, y=Y * 2.0)
     build = normal_model if model == "normal" else nig_model
     samples, _ = drive(build(prior), 3000, seed=2, split_merge=2, split_merge_proposal="informed")
     k = samples.max(axis=1).astype(float)
@@ -252,11 +254,26 @@ def test_step_arguments_are_checked():
                          ({"slot_update": None}, "slot_update"), ({"slot_update": "Slice"}, "slot_update"),
                          ({"size_scaled": 1}, "size_scaled"), ({"size_scaled": "yes"}, "size_scaled"),
                          ({"leapfrog": 0}, "leapfrog"), ({"leapfrog": 2.5}, "leapfrog"),
-                         ({"leapfrog": True}, "leapfrog"), ({"leapfrog": 10**6}, "leapfrog")]:
+                         ({"leapfrog": True}, "leapfrog"), ({"leapfrog": 10**6}, "leapfrog"),
+                         ({"slot_steps": 2.5}, "slot_steps"), ({"slot_steps": "10"}, "slot_steps"),
+                         ({"slot_steps": True}, "slot_steps")]:
         with pytest.raises((ValueError, TypeError), match=word):
             pmp.NonConjugateGibbs([z], model=model, **kwargs)
     with pytest.raises(ValueError, match="one partition"):
         pmp.NonConjugateGibbs([model["mu"]], model=model)
+
+
+def test_default_slot_steps_follow_the_slot_update():
+    """By default 10 size-scaled Metropolis steps, one slice sweep or one HMC transition per draw (measured:
+    benchmarks/README.md); an explicit slot_steps wins."""
+    model = normal_model(PRIORS["crp"])
+    z = model["z"]
+    step = pmp.NonConjugateGibbs([z], model=model)
+    assert (step.slot_update, step.slot_steps, step.size_scaled) == ("metropolis", 10, True)
+    assert pmp.NonConjugateGibbs([z], model=model, slot_update="slice").slot_steps == 1
+    assert pmp.NonConjugateGibbs([z], model=model, slot_update="hmc").slot_steps == 1
+    assert pmp.NonConjugateGibbs([z], model=model, slot_steps=3).slot_steps == 3
+    assert pmp.NonConjugateGibbs([z], model=model, slot_steps=0).slot_steps == 0
 
 
 def _refused(build, match):

@@ -85,6 +85,11 @@ SPLIT_MERGE_PROPOSAL = "random_walk"
 #: How the occupied slots are updated given the labels (``slot_update``).
 SLOT_UPDATES = ("slice", "metropolis", "hmc", "nuts")
 SLOT_UPDATE = "metropolis"
+#: Updates of the occupied slots per draw by default (``slot_steps=None``), per slot update: measured
+#: (benchmarks/README.md), ten size-scaled Metropolis steps cost 1.4x two unscaled ones per draw and give
+#: 1.4-5x the density ESS per CPU second on Galaxies and Old Faithful; one slice sweep or HMC transition
+#: beats two.
+SLOT_STEPS = {"metropolis": 10, "slice": 1, "hmc": 1, "nuts": 0}
 #: Leapfrog steps per HMC transition of the occupied slots (``leapfrog``) by default, and the cap.
 LEAPFROG = 5
 
@@ -524,8 +529,9 @@ class NonConjugateGibbs(ChainSetupMixin, BlockedStep):
     m : int, default 3
         Auxiliary parameters offered to each item (at most ``MAX_AUXILIARIES``, 1000: each costs
         an evaluation of the log-likelihood of every item and n floats per sweep).
-    slot_steps : int, default 2
-        Updates of the occupied slots per draw (Metropolis steps, or slice sweeps over every coordinate).
+    slot_steps : int, optional
+        Updates of the occupied slots per draw (Metropolis steps, slice sweeps over every coordinate, or HMC
+        transitions); by default ``SLOT_STEPS[slot_update]``: 10 Metropolis steps, 1 slice sweep, 1 HMC transition.
     scale : float, default 0.5
         Initial random-walk step (value scale), or initial HMC step (``"hmc"``, in units of the mass).
     slot_update : {"metropolis", "slice", "hmc", "nuts"}, default "metropolis"
@@ -542,9 +548,9 @@ class NonConjugateGibbs(ChainSetupMixin, BlockedStep):
         ``vars`` are the partition only, and ``pm.sample`` gives the slot variables PyMC's NUTS (or pass
         ``pm.NUTS([mu, sigma])`` yourself), which updates every slot given the labels. Measured per
         effective sample per CPU second in ``docs/nonconjugate.md``.
-    size_scaled : bool, default False
+    size_scaled : bool, default True
         ``"metropolis"`` only: cluster b's step is ``scale / sqrt(n_b)`` (a cluster's posterior spread
-        shrinks like that).
+        shrinks like that), one ``scale`` adapted for all; False: the same step for every cluster.
     leapfrog : int, default 5
         ``"hmc"`` only: leapfrog steps per transition (1 is a Metropolis-adjusted Langevin step; at most
         ``MAX_LEAPFROG``, 1000), each one evaluation of every item's log-likelihood and its gradient.
@@ -586,8 +592,8 @@ class NonConjugateGibbs(ChainSetupMixin, BlockedStep):
                            "slot_scale": (np.float64, []), "opened": (np.int64, []), "splits": (np.int64, []),
                            "merges": (np.int64, [])}
 
-    def __init__(self, vars=None, model=None, m=3, slot_steps=2, scale=0.5, split_merge=SPLIT_MERGE_MOVES,
-                 slot_update=SLOT_UPDATE, size_scaled=False, leapfrog=LEAPFROG, split_merge_proposal=SPLIT_MERGE_PROPOSAL,
+    def __init__(self, vars=None, model=None, m=3, slot_steps=None, scale=0.5, split_merge=SPLIT_MERGE_MOVES,
+                 slot_update=SLOT_UPDATE, size_scaled=True, leapfrog=LEAPFROG, split_merge_proposal=SPLIT_MERGE_PROPOSAL,
                  rng=None, blocked=None, **kwargs):
         model = pm.modelcontext(model)
         if vars is None:
@@ -598,8 +604,9 @@ class NonConjugateGibbs(ChainSetupMixin, BlockedStep):
         if len(parts) != 1:
             raise ValueError(f"NonConjugateGibbs updates one partition per step, got {len(parts)} among {vars}")
         self.m = _checks.integer("m", m, low=1, high=MAX_AUXILIARIES, owner="NonConjugateGibbs")
-        self.slot_steps = _checks.integer("slot_steps", slot_steps, low=0, owner="NonConjugateGibbs")
         self.slot_update = _checks.choice("slot_update", slot_update, SLOT_UPDATES, owner="NonConjugateGibbs")
+        self.slot_steps = (SLOT_STEPS[self.slot_update] if slot_steps is None
+                           else _checks.integer("slot_steps", slot_steps, low=0, owner="NonConjugateGibbs"))
         self.size_scaled = _checks.boolean("size_scaled", size_scaled, owner="NonConjugateGibbs")
         self.leapfrog = _checks.integer("leapfrog", leapfrog, low=1, high=MAX_LEAPFROG, owner="NonConjugateGibbs")
         self.split_merge = _checks.integer("split_merge", split_merge, low=0, high=MAX_SPLIT_MERGE_MOVES,
