@@ -568,9 +568,12 @@ def test_each_items_auxiliary_log_likelihood_is_its_own_rows(index, fast):
     nc = step.nc
     assert nc._rows_ok == fast
     values = nc.values(model.initial_point(0))
-    rows = nc.draw_rows(values)
-    assert rows[0].shape[0] >= 200 and len(np.unique(rows[0][:200])) == 200
-    np.testing.assert_allclose(nc.rows_loglik(values, rows), stats.norm.logpdf(y, rows[0][:200], 1.0), rtol=1e-6)
+    sets = nc.draw_rows(values, 3)  # (the m auxiliaries' draws: independent sets, in one call when possible)
+    assert len(sets) == 3
+    assert len(np.unique(np.concatenate([rows[0][:200] for rows in sets]))) == 600
+    for rows in sets:
+        assert rows[0].shape[0] >= 200
+        np.testing.assert_allclose(nc.rows_loglik(values, rows), stats.norm.logpdf(y, rows[0][:200], 1.0), rtol=1e-6)
 
 
 def test_informed_split_merge_refuses_a_likelihood_without_gradient():

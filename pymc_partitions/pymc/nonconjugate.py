@@ -485,14 +485,20 @@ class NonConjugateModel:
         """Fresh values of all slots from the base measure (value scale)."""
         return [np.asarray(d) for d in self._draw(*values)]
 
-    def draw_rows(self, values):
-        """Fresh values of all slots from the base measure, one row per item at least (value scale; a
-        multiple of the S slots when not drawn at once)."""
+    def draw_rows(self, values, sets=1):
+        """``sets`` independent sets of fresh values of all slots from the base measure, each one row per item at
+        least (value scale; a multiple of the S slots when not drawn at once): a list of ``sets`` lists, one
+        array per slot variable. Drawn in one call when the slot variables allow it."""
         whole = -(-self.n // self.n_slots)  # draws of S rows covering the n items (rows_loglik's fallback takes S)
+        rows = self.n if self._rows_ok else whole * self.n_slots
         if self._draw_many is not None:
-            return [np.asarray(d) for d in self._draw_many(*values, self.n if self._rows_ok else whole * self.n_slots)]
-        chunks = [self.draw(values) for _ in range(whole)]
-        return [np.concatenate([c[q] for c in chunks]) for q in range(len(self.slot_values))]
+            many = [np.asarray(d) for d in self._draw_many(*values, sets * rows)]
+            return [[d[j * rows:(j + 1) * rows] for d in many] for j in range(sets)]
+        out = []
+        for _ in range(sets):
+            chunks = [self.draw(values) for _ in range(whole)]
+            out.append([np.concatenate([c[q] for c in chunks]) for q in range(len(self.slot_values))])
+        return out
 
     def rows_loglik(self, values, rows):
         """(n,) log-likelihood of item i under row i of ``rows`` (from :meth:`draw_rows`): one evaluation
@@ -690,11 +696,9 @@ class NonConjugateGibbs(ChainSetupMixin, BlockedStep):
         i of draw j: every item has its own draws."""
         n, m = self.nc.n, self.m
         Laux = np.empty((n, m))
-        draws = []
-        for j in range(m):
-            rows = self.nc.draw_rows(values)
+        draws = self.nc.draw_rows(values, m)
+        for j, rows in enumerate(draws):
             Laux[:, j] = self.nc.rows_loglik(values, rows)
-            draws.append(rows)
         return Laux, draws
 
     def step(self, point):
@@ -778,26 +782,26 @@ class NonConjugateGibbs(ChainSetupMixin, BlockedStep):
         """``slot_steps`` random-walk Metropolis updates of every occupied slot at once, one decision per slot
         (the step of cluster b is ``scale / sqrt(n_b)`` when ``size_scaled``); returns (slots, acceptance)."""
         nc = self.nc
-        accept = []
         labels = labels.astype(self.terms.dtype, copy=False)
         current = nc.cluster_logp(values, labels, slots)[:K]
         step = self.scale
         if self.size_scaled:
             step = self.scale / np.sqrt(np.bincount(labels, minlength=K)[:K].astype(np.float64))
+        steps = [step.reshape((K,) + (1,) * (s.ndim - 1)) if self.size_scaled else step for s in slots]
+        prop = [s.copy() for s in slots]  # (rows >= K stay the slots' own)
+        accepted = 0
         for _ in range(self.slot_steps):
-            prop = [s.copy() for s in slots]
-            for p in prop:
-                noise = self.rng.standard_normal(p[:K].shape)
-                p[:K] = p[:K] + (step.reshape((K,) + (1,) * (p.ndim - 1)) if self.size_scaled else step) * noise
+            for p, s, h in zip(prop, slots, steps):
+                p[:K] = s[:K] + h * self.rng.standard_normal(s[:K].shape)
             new = nc.cluster_logp(values, labels, prop)[:K]
             delta = np.where(np.isnan(new), -np.inf, new - current)
             ok = np.log(self.rng.random(K)) < delta
             for s, p in zip(slots, prop):
                 s[:K][ok] = p[:K][ok]
             current = np.where(ok, new, current)
-            accept.append(ok.mean())
-        rate = float(np.mean(accept)) if accept else float("nan")
-        if self.tuning and accept:
+            accepted += int(ok.sum())
+        rate = accepted / (K * self.slot_steps) if self.slot_steps else float("nan")
+        if self.tuning and self.slot_steps:
             self._adapt_t += 1
             self.scale *= math.exp((rate - 0.3) / math.sqrt(self._adapt_t))
         return slots, rate
