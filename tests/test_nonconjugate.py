@@ -542,7 +542,7 @@ def test_finite_dirichlet_auxiliaries_cost_one_likelihood_evaluation_each():
     step = pmp.NonConjugateGibbs([model["z"]], model=model, m=3, slot_steps=2)
     setup_chain(step, 0)
     calls = [0]
-    for name in ("_item_ll", "_rows_ll", "_cluster_logp"):
+    for name in ("_item_ll", "_rows_ll", "_cluster_logp", "_cluster_logp_trusted"):
         compiled = getattr(step.nc, name)
 
         def counted(*args, _f=compiled):

@@ -330,6 +330,8 @@ class NonConjugateModel:
         cluster = pt.inc_subtensor(pt.zeros(S)[labels], item) + base
         self._cluster_logp = pm.pytensorf.compile(self.value_vars, cluster, on_unused_input="ignore")
         self._cluster_graph = cluster
+        self._cluster_logp_trusted = self._cluster_logp.copy()  # without input checks (cluster_logp_args)
+        self._cluster_logp_trusted.trust_input = True
         self._cluster_grad = None  # compiled on first use (cluster_logp_grad)
         self._cluster_derivatives = None  # compiled on first use (cluster_derivatives)
         self._check_base_iid(model)
@@ -427,6 +429,13 @@ class NonConjugateModel:
         """(S,) log density of each slot given the labels: base measure (value scale, with Jacobian) plus the
         log-likelihoods of the items labelled with it."""
         return np.asarray(self._cluster_logp(*self._with(values, labels, slots)), dtype=np.float64)
+
+    def cluster_logp_args(self, args, checked=True):
+        """:meth:`cluster_logp` of a full argument list (``_with``'s); ``checked=False`` skips PyTensor's checks
+        of the arguments' types (for the Metropolis loop, whose arguments keep the types of a first, checked
+        call)."""
+        fn = self._cluster_logp if checked else self._cluster_logp_trusted
+        return np.asarray(fn(*args), dtype=np.float64)
 
     def cluster_logp_grad(self, values, labels, slots):
         """(the (S,) log densities of :meth:`cluster_logp`, their gradients: one array per slot variable, of its
@@ -692,14 +701,15 @@ class NonConjugateGibbs(ChainSetupMixin, BlockedStep):
 
     # ------------------------------------------------------------------ the draw
     def _aux_loglik(self, values):
-        """(Laux (n, m), aux slot draws [aux][slot variable] -> (rows, ...)): item i's auxiliary j is row
-        i of draw j: every item has its own draws."""
+        """(Laux (n, m), aux slot draws [aux][slot variable] -> (rows, ...), one more set of draws): item i's
+        auxiliary j is row i of draw j: every item has its own draws. The spare set's first S rows are fresh draws
+        of every slot, for the slots the sweep leaves free (drawn in the same call: at least S rows per set)."""
         n, m = self.nc.n, self.m
         Laux = np.empty((n, m))
-        draws = self.nc.draw_rows(values, m)
+        *draws, spare = self.nc.draw_rows(values, m + 1)
         for j, rows in enumerate(draws):
             Laux[:, j] = self.nc.rows_loglik(values, rows)
-        return Laux, draws
+        return Laux, draws, spare
 
     def step(self, point):
         nc, n, S = self.nc, self.nc.n, self.nc.n_slots
@@ -723,7 +733,7 @@ class NonConjugateGibbs(ChainSetupMixin, BlockedStep):
         L = np.zeros((n, cap))
         for k in range(K):
             L[:, k] = nc.item_loglik(values, np.full(n, k, dtype), slots)
-        Laux, aux = self._aux_loglik(values)
+        Laux, aux, spare = self._aux_loglik(values)
         opened = [0]
         scratch = [s.copy() for s in slots]
 
@@ -745,8 +755,7 @@ class NonConjugateGibbs(ChainSetupMixin, BlockedStep):
         new = canonicalize(slot_of)
         K = int(new.max()) + 1
         perm = slot_of[_first_items(new, K)]
-        slots = nc.draw(values)
-        slots = [np.array(s, copy=True) for s in slots]
+        slots = [np.array(d[:S], copy=True) for d in spare]
         for s, t in zip(slots, table):
             s[:K] = t[perm]
         item_ll = L[np.arange(n), slot_of]
@@ -783,23 +792,28 @@ class NonConjugateGibbs(ChainSetupMixin, BlockedStep):
         (the step of cluster b is ``scale / sqrt(n_b)`` when ``size_scaled``); returns (slots, acceptance)."""
         nc = self.nc
         labels = labels.astype(self.terms.dtype, copy=False)
-        current = nc.cluster_logp(values, labels, slots)[:K]
+        prop = [s.copy() for s in slots]  # (rows >= K stay the slots' own)
+        args = nc._with(values, labels, prop)  # one argument list, the proposals in it, for every call
+        current = nc.cluster_logp_args(args)[:K]
         step = self.scale
         if self.size_scaled:
             step = self.scale / np.sqrt(np.bincount(labels, minlength=K)[:K].astype(np.float64))
-        steps = [step.reshape((K,) + (1,) * (s.ndim - 1)) if self.size_scaled else step for s in slots]
-        prop = [s.copy() for s in slots]  # (rows >= K stay the slots' own)
+        # every step's random numbers at once: the proposals' moves (steps, K, ...) and log-uniforms (steps, K)
+        T = self.slot_steps
+        moves = [(step.reshape((1, K) + (1,) * (s.ndim - 1)) if self.size_scaled else step)
+                 * self.rng.standard_normal((T,) + s[:K].shape) for s in slots]
+        log_u = np.log(self.rng.random((T, K)))
         accepted = 0
-        for _ in range(self.slot_steps):
-            for p, s, h in zip(prop, slots, steps):
-                p[:K] = s[:K] + h * self.rng.standard_normal(s[:K].shape)
-            new = nc.cluster_logp(values, labels, prop)[:K]
-            delta = np.where(np.isnan(new), -np.inf, new - current)
-            ok = np.log(self.rng.random(K)) < delta
-            for s, p in zip(slots, prop):
-                s[:K][ok] = p[:K][ok]
-            current = np.where(ok, new, current)
-            accepted += int(ok.sum())
+        for t in range(T):
+            for p, s, e in zip(prop, slots, moves):
+                np.add(s[:K], e[t], out=p[:K])
+            new = nc.cluster_logp_args(args, checked=False)[:K]
+            ok = log_u[t] < new - current  # (a NaN proposal compares False: refused)
+            if ok.any():
+                for s, p in zip(slots, prop):
+                    np.copyto(s[:K], p[:K], where=ok.reshape((K,) + (1,) * (s.ndim - 1)))
+                current = np.where(ok, new, current)
+                accepted += int(ok.sum())
         rate = accepted / (K * self.slot_steps) if self.slot_steps else float("nan")
         if self.tuning and self.slot_steps:
             self._adapt_t += 1
