@@ -9,6 +9,10 @@ target machine and the bytecode's hash): a run sharing the default cache would l
 machine code, and would leave checked (slower) code behind for the normal runs. So the run gets a
 fresh temporary ``NUMBA_CACHE_DIR``, which also makes it compile everything it uses with checks.
 No PyMC sampling here (slow); the files are the compiled kernels' own tests.
+
+Marked ``boundscheck``: the default run leaves it out (it is ~15 CPU minutes on the project's 2-core
+machine, nearly all of it compiling every kernel anew); ``python -m pytest -q -m boundscheck`` runs
+it, and CI's ``.ci/run`` runs it once per CI run, beside the Python 3.11 stage.
 """
 
 import os
@@ -17,7 +21,10 @@ import subprocess
 import sys
 import time
 
+import pytest
 from limits import BOUNDSCHECK_TIMEOUT
+
+pytestmark = pytest.mark.boundscheck
 
 FILES = [
     "test_hostile_kernels.py",
