@@ -12,7 +12,8 @@ No PyMC sampling here (slow); the files are the compiled kernels' own tests.
 
 Marked ``boundscheck``: the default run leaves it out (it is ~15 CPU minutes on the project's 2-core
 machine, nearly all of it compiling every kernel anew); ``python -m pytest -q -m boundscheck`` runs
-it, and CI's ``.ci/run`` runs it once per CI run, beside the Python 3.11 stage.
+it (and the summaries' bounds-checked run in test_summaries_hostile.py), and CI's ``.ci/run`` runs
+them once per CI run, beside the Python 3.11 stage.
 """
 
 import os

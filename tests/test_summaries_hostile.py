@@ -259,6 +259,7 @@ def test_one_item_one_draw_singletons_one_block_and_a_cap_of_one():
     assert traces["rand"].values.tolist() == [[1.0]] and traces["ari"].values.tolist() == [[1.0]]
 
 
+@pytest.mark.boundscheck  # recompiles the summary kernels with checks: with the other such run (-m boundscheck)
 def test_kernels_stay_in_bounds_under_numba_boundscheck(tmp_path):
     """The public functions on edge cases, with every kernel compiled with bounds checks (a
     subprocess with its own numba cache, so the shared cache is not touched)."""
