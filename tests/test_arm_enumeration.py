@@ -30,7 +30,7 @@ from pymc_partitions.partition import as_labels, canonicalize, contingency, enum
 from pymc_partitions.samplers import arm
 from pymc_partitions.samplers.arm import ARMKernel, _order, _proposal_matrix, arm_log_proposal, arm_move
 from pymc_partitions.samplers.arm import arm_select_pair
-from pymc_partitions.samplers.gibbs import GibbsKernel, log_joint
+from pymc_partitions.samplers.gibbs import GibbsKernel, check_model, log_joint
 from test_pgsm_enumeration import posteriors
 
 
@@ -157,6 +157,27 @@ def test_detailed_balance_at_n7(prior_name, family):
     assert checked > 40
 
 
+def checked_once(x, fam, prior, phi):
+    """arm_move(x, fam, prior.code, prior.kernel_params(), refs, pair, seed, order_seed=...) as a function
+    of the seed, its arguments checked once (the checks cost more than the move, done 24000 times below);
+    the same result as arm_move for a first seed."""
+    refs, pair, order_seed = phi
+    n = x.size
+    code, params = check_model(fam, prior.code, prior.kernel_params(), "test", network=True)
+    labels, za, zb = (as_labels(v, n) for v in (x, *refs))
+    perm, rank = _order(n, np.uint64(order_seed))
+
+    def move(seed):
+        return arm._run(labels, fam, code, params, za, zb, int(pair[0]), int(pair[1]), perm, rank, np.uint64(seed),
+                        None)
+
+    state, info = move(12345)
+    want_state, want = arm_move(x, fam, prior.code, prior.kernel_params(), refs, pair, 12345, order_seed=order_seed)
+    assert np.array_equal(state, want_state) and np.array_equal(info["proposal"], want["proposal"])
+    assert (info["log_forward"], info["accepted"]) == (want["log_forward"], want["accepted"])
+    return move
+
+
 @pytest.mark.parametrize("prior_name,family,n", [(p, f, 5 + (i + 2 * j + 1) % 3) for i, p in enumerate(PRIORS)
                                                  for j, f in enumerate(["bb", "diag", "niw"])]
                          + [("crp", "net", 6), ("pitman_yor", "netdir", 6), ("finite_dirichlet", "netmix", 5)])
@@ -178,12 +199,12 @@ def test_sampled_proposals_follow_the_forced_probabilities(prior_name, family, n
         index = {tuple(y): b for b, y in enumerate(parts)}
         counts = np.zeros(len(parts))
         a = index[tuple(x)]
+        move = checked_once(x, fam, prior, phi)
         for _ in range(12000):
-            _, info = arm_move(x, fam, prior.code, prior.kernel_params(), refs, pair, int(rng.integers(2**63)),
-                               order_seed=order_seed)
+            _, info = move(int(rng.integers(2**63)))
             b = index[tuple(info["proposal"])]
             counts[b] += 1
-            assert info["log_forward"] == pytest.approx(lt[0, b], abs=1e-12)
+            assert abs(info["log_forward"] - lt[0, b]) <= 1e-12  # (finite: b was drawn)
             if counts[b] == 1 and np.isfinite(lp[a]):  # each proposal's reported ratio once, against enumeration
                 back = arm_log_proposal(parts[b], x, fam, prior.code, prior.kernel_params(), refs, pair, 0,
                                         order_seed=order_seed)

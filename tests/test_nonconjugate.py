@@ -80,7 +80,7 @@ class _Compound:
 
 @pytest.mark.parametrize("prior_name, split_merge, slot_update, size_scaled", [
     ("crp", 0, "metropolis", False), ("finite_dirichlet", 0, "metropolis", False), ("pitman_yor", 0, "metropolis", False),
-    ("crp", 3, "metropolis", False), ("finite_dirichlet", 3, "metropolis", False), ("crp", 0, "slice", False),
+    ("crp", 3, "metropolis", False), ("crp", 0, "slice", False),
     ("pitman_yor", 0, "slice", False), ("finite_dirichlet", 3, "slice", False), ("crp", 0, "metropolis", True),
     ("crp", 0, "hmc", False), ("finite_dirichlet", 3, "hmc", False), ("pitman_yor", 0, "nuts", False)])
 def test_step_matches_enumeration(prior_name, split_merge, slot_update, size_scaled):
@@ -123,13 +123,13 @@ def exact_nig(prior, y=Y):
     return exact_posterior(len(y), lambda p: log_joint(p, pack, prior.code, prior.kernel_params()))
 
 
-@pytest.mark.parametrize("prior_name, model", [("crp", "normal"), ("finite_dirichlet", "normal"), ("crp", "nig"),
-                                               ("pitman_yor", "nig")])
+@pytest.mark.parametrize("prior_name, model", [("crp", "normal"), ("finite_dirichlet", "normal"), ("pitman_yor", "nig")])
 def test_informed_split_merge_step_matches_enumeration(prior_name, model):
     """The step with the data-informed split-merge (Laplace proposals through the compiled derivatives of
     the model's log density, surrogate allocation by the observed values) against the collapsed family's
     exact posterior: known variance (NormalNormal) and unknown mean and variance (the NIW family, D = 1,
-    written as slots: a log-transformed variance and a mean whose base measure depends on it)."""
+    written as slots: a log-transformed variance and a mean whose base measure depends on it). Every prior
+    once here; the move alone on the labels covers each prior with either model (tests/test_slot_split_merge.py)."""
     prior = PRIORS[prior_name]
     parts, p = exact(prior) if model == "normal" else exact_nig(prior)
     # (the unknown-variance posterior moves less with the data's scale: at 1.5x it is within TV 0.19 of the
