@@ -26,12 +26,6 @@ PRIORS = {"crp": pmp.CRP(1.3), "py": pmp.PitmanYor(0.6, 0.35), "fd": pmp.FiniteD
 FAMILIES = ["diag", "full", "niw", "bb", "multi"]
 
 
-def _collapsed(labels, part):
-    """Collapsed log likelihood of one kernel part (code, data, hyper) under ``labels``."""
-    pack = FamilyPack.build([part])
-    return log_joint(labels, pack, UNIT.code, UNIT.kernel_params()) - UNIT.log_eppf(labels)
-
-
 class Exact:
     """Exact posterior of a model's partition (fixed hyperparameters, or given values) and the
     exact predictive quantities of one more item, by enumerating all partitions of n and n + 1
@@ -46,20 +40,27 @@ class Exact:
         self.ops = self.terms._ops
         self.log_prior = log_prior
         self.n = self.terms.n
+        self._packs = {}
 
     def part(self, f, x):
         return self.ops[f].kernel_part(x, *self.hyper[f])
+
+    def _pack(self, f, point):
+        """The kernel pack of likelihood f's data (with the new item's point, if any), built once."""
+        key = (f, None if point is None else np.asarray(point, dtype=float).tobytes())
+        if key not in self._packs:
+            x = self.data[f] if point is None else np.vstack([self.data[f], point[None]])
+            self._packs[key] = FamilyPack.build([self.part(f, x)])
+        return self._packs[key]
 
     def log_lik(self, labels, new=None):
         """Collapsed log likelihood; ``new``: per likelihood, the new item's point or None (then
         the likelihood sees the first n items only)."""
         total = 0.0
-        for f, x in enumerate(self.data):
+        for f in range(len(self.data)):
             point = None if new is None else new[f]
-            if point is None:
-                total += _collapsed(labels[: self.n], self.part(f, x))
-            else:
-                total += _collapsed(labels, self.part(f, np.vstack([x, point[None]])))
+            z = labels[: self.n] if point is None else labels
+            total += log_joint(z, self._pack(f, point), UNIT.code, UNIT.kernel_params()) - UNIT.log_eppf(z)
         return total
 
     def posterior(self):
