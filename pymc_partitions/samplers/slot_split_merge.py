@@ -351,6 +351,31 @@ def _surrogate_allocate(split, members, side, uniforms, prior_code, prior_params
     return log_p
 
 
+@numba.njit(cache=True)
+def _newton_step(H, g, floor):
+    """Per row r: P = |-sym(H_r)| + floor (eigenvalues' absolute values), delta = P^-1 g_r; and the
+    largest Newton decrement g' P^-1 g over the rows (finite H and g)."""
+    r, d = g.shape
+    P = np.empty((r, d, d))
+    delta = np.empty((r, d))
+    decrement = -np.inf
+    for k in range(r):
+        A = -0.5 * (H[k] + H[k].T)
+        lam, vec = np.linalg.eigh(A)
+        for a in range(d):
+            for b in range(d):
+                acc = 0.0
+                for c in range(d):
+                    acc += vec[a, c] * abs(lam[c]) * vec[b, c]
+                P[k, a, b] = acc + floor[a, b]
+        delta[k] = np.linalg.solve(P[k], g[k])
+        dec = 0.0
+        for a in range(d):
+            dec += g[k, a] * delta[k, a]
+        decrement = max(decrement, dec)
+    return P, delta, decrement
+
+
 def _laplace(terms, labels, theta, rows, steps, spread):
     """Gaussian approximations of the blocks in ``rows`` (their log densities given ``labels``) by Newton's
     method from ``theta[rows]``: at each of up to ``steps`` points x, the gradient g and the precision
@@ -371,11 +396,9 @@ def _laplace(terms, labels, theta, rows, steps, spread):
         lp, g, H = lp[rows], g[rows], H[rows]
         if not (np.isfinite(lp).all() and np.isfinite(g).all() and np.isfinite(H).all()):
             return None
-        lam, vec = np.linalg.eigh(-0.5 * (H + np.swapaxes(H, 1, 2)))
-        P = np.einsum("rij,rj,rkj->rik", vec, np.abs(lam), vec) + floor
-        delta = np.linalg.solve(P, g[..., None])[..., 0]
+        P, delta, decrement = _newton_step(np.ascontiguousarray(H), np.ascontiguousarray(g), floor)
         x = x + delta / np.maximum(1.0, np.max(np.abs(delta) / spread, axis=1))[:, None]
-        if np.einsum("ri,ri->r", g, delta).max() < NEWTON_TOLERANCE:
+        if decrement < NEWTON_TOLERANCE:
             break
     if not np.isfinite(x).all():
         return None
