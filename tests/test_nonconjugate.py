@@ -542,20 +542,51 @@ def test_finite_dirichlet_auxiliaries_cost_one_likelihood_evaluation_each():
     step = pmp.NonConjugateGibbs([model["z"]], model=model, m=3, slot_steps=2)
     setup_chain(step, 0)
     calls = [0]
-    for name in ("_item_ll", "_rows_ll", "_cluster_logp", "_cluster_logp_trusted"):
-        compiled = getattr(step.nc, name)
+    for name in ("_item_ll", "_rows_ll", "_cluster_logp"):
+        typed = getattr(step.nc, name)  # (a _TypedCall: the checking function and its unchecking copy)
+        for which in ("fn", "trusted"):
+            compiled = getattr(typed, which)
 
-        def counted(*args, _f=compiled):
-            calls[0] += 1
-            return _f(*args)
+            def counted(*args, _f=compiled):
+                calls[0] += 1
+                return _f(*args)
 
-        setattr(step.nc, name, counted)
+            setattr(typed, which, counted)
     point = model.initial_point(0)
     for _ in range(5):
         calls[0] = 0
         before = len(np.unique(point["z"]))
         point, info = step.step(point)
         assert calls[0] == before + 3 + info[0]["opened"] + 2 + 1
+
+
+def test_compiled_calls_skip_the_type_checks_only_for_arguments_of_the_right_types():
+    """The step's compiled log-likelihoods (_TypedCall) call PyTensor's unchecking copy when every argument is an
+    ndarray of its input's dtype, dimensions and static shape, and the checking function otherwise: a list, an
+    int32 label array or a float32 slot array gives the same numbers through the checks."""
+    model, _ = _finite_model(20, 3)
+    nc = pmp.NonConjugateGibbs([model["z"]], model=model).nc
+    typed = nc._item_ll
+    used = []
+    for which in ("fn", "trusted"):
+        inner = getattr(typed, which)
+        setattr(typed, which, lambda *a, _f=inner, _w=which: used.append(_w) or _f(*a))
+    values = nc.values(model.initial_point(0))
+    labels = np.arange(20) % 3
+    slots = [np.array([-1.0, 0.5, 2.0])]
+    exact = nc.item_loglik(values, labels.astype(nc.terms.dtype), slots)
+    assert used == ["trusted"]
+    for other_labels, other_slots in [(labels.astype(np.int32), slots), (list(labels), slots),
+                                      (labels.astype(nc.terms.dtype), [slots[0].astype(np.float32)]),
+                                      (labels.astype(nc.terms.dtype), [slots[0][:2]])]:
+        used.clear()
+        try:
+            got = nc.item_loglik(values, other_labels, other_slots)
+        except Exception:  # (the wrong static shape: refused by the checks, never read out of bounds)
+            assert used == ["fn"]
+            continue
+        assert used == ["fn"]
+        np.testing.assert_allclose(got, exact, rtol=1e-6)
 
 
 @pytest.mark.parametrize("index, fast", [(lambda z: z, True), (lambda z: z.astype("int8"), False)],

@@ -61,8 +61,9 @@ from pytensor.tensor.elemwise import Elemwise
 
 from .. import _checks
 from ..partition import canonicalize
-from ..samplers.algorithm8 import algorithm8_sweep
+from ..samplers.algorithm8 import trusted_sweep
 from ..samplers.slot_hmc import MAX_LEAPFROG, hmc_sweep
+from ..samplers.slot_metropolis import accept_slots, copy_accepted
 from ..samplers.slot_slice import slice_sweep, tuned_width
 from ..samplers.slot_split_merge import informed_split_merge, slot_split_merge, surrogate_pack, within_covariance
 from .compat import BlockedStep, ChainSetupMixin, Competence, ancestors
@@ -310,7 +311,7 @@ class NonConjugateModel:
             if t.ndim == 0:
                 raise ValueError(f"{obs.name!r}: its log-likelihood is not elementwise over items")
             item = item + (t.sum(axis=tuple(range(1, t.ndim))) if t.ndim > 1 else t)
-        self._item_ll = pm.pytensorf.compile(self.value_vars, item, on_unused_input="ignore")
+        self._item_ll = _TypedCall(pm.pytensorf.compile(self.value_vars, item, on_unused_input="ignore"))
         # every item under its own slot values (one row per item, labels := arange(n)): the auxiliaries in one
         # evaluation even with fewer slots than items (FiniteDirichlet), if the labels' dtypes hold n - 1
         top = n - 1
@@ -319,7 +320,7 @@ class NonConjugateModel:
             rows = [pt.tensor(dtype=v.dtype, shape=(None,) + tuple(v.type.shape[1:]), name=f"{v.name}_rows")
                     for v in self.slot_values]
             per_row = clone_replace(item, replace=dict(zip(self.slot_values, rows)), rebuild_strict=False)
-            self._rows_ll = pm.pytensorf.compile(self.value_vars + rows, per_row, on_unused_input="ignore")
+            self._rows_ll = _TypedCall(pm.pytensorf.compile(self.value_vars + rows, per_row, on_unused_input="ignore"))
         base = 0
         for t in model.logp(vars=self.slot_rvs, sum=False, jacobian=True):
             base = base + (t.sum(axis=tuple(range(1, t.ndim))) if t.ndim > 1 else t)
@@ -328,10 +329,8 @@ class NonConjugateModel:
         # evaluation of the slot updates
         labels = model.rvs_to_values[rv]
         cluster = pt.inc_subtensor(pt.zeros(S)[labels], item) + base
-        self._cluster_logp = pm.pytensorf.compile(self.value_vars, cluster, on_unused_input="ignore")
+        self._cluster_logp = _TypedCall(pm.pytensorf.compile(self.value_vars, cluster, on_unused_input="ignore"))
         self._cluster_graph = cluster
-        self._cluster_logp_trusted = self._cluster_logp.copy()  # without input checks (cluster_logp_args)
-        self._cluster_logp_trusted.trust_input = True
         self._cluster_grad = None  # compiled on first use (cluster_logp_grad)
         self._cluster_derivatives = None  # compiled on first use (cluster_derivatives)
         self._check_base_iid(model)
@@ -434,7 +433,7 @@ class NonConjugateModel:
         """:meth:`cluster_logp` of a full argument list (``_with``'s); ``checked=False`` skips PyTensor's checks
         of the arguments' types (for the Metropolis loop, whose arguments keep the types of a first, checked
         call)."""
-        fn = self._cluster_logp if checked else self._cluster_logp_trusted
+        fn = self._cluster_logp if checked else self._cluster_logp.trusted
         return np.asarray(fn(*args), dtype=np.float64)
 
     def cluster_logp_grad(self, values, labels, slots):
@@ -748,9 +747,9 @@ class NonConjugateGibbs(ChainSetupMixin, BlockedStep):
             opened[0] += 1
             return nc.item_loglik(values, np.zeros(n, dtype), scratch)
 
-        order = self.rng.permutation(n)
-        slot_of, L = algorithm8_sweep(labels, L, Laux, order, self.rng.random(n), self.terms.prior_code,
-                                      prior_params, open_block)
+        order = self.rng.permutation(n)  # (labels: canonical int64 < K, a fresh array the sweep may overwrite)
+        slot_of, L = trusted_sweep(labels, L, Laux, order, self.rng.random(n), self.terms.prior_code,
+                                   prior_params, open_block)
         # 2. canonical relabelling, slots with the labels; free slots from the base measure
         new = canonicalize(slot_of)
         K = int(new.max()) + 1
@@ -792,9 +791,10 @@ class NonConjugateGibbs(ChainSetupMixin, BlockedStep):
         (the step of cluster b is ``scale / sqrt(n_b)`` when ``size_scaled``); returns (slots, acceptance)."""
         nc = self.nc
         labels = labels.astype(self.terms.dtype, copy=False)
+        slots = [np.ascontiguousarray(s) for s in slots]
         prop = [s.copy() for s in slots]  # (rows >= K stay the slots' own)
         args = nc._with(values, labels, prop)  # one argument list, the proposals in it, for every call
-        current = nc.cluster_logp_args(args)[:K]
+        current = np.array(nc.cluster_logp_args(args)[:K])
         step = self.scale
         if self.size_scaled:
             step = self.scale / np.sqrt(np.bincount(labels, minlength=K)[:K].astype(np.float64))
@@ -804,16 +804,18 @@ class NonConjugateGibbs(ChainSetupMixin, BlockedStep):
                  * self.rng.standard_normal((T,) + s[:K].shape) for s in slots]
         log_u = np.log(self.rng.random((T, K)))
         accepted = 0
+        ok = np.empty(K, np.bool_)
+        heads = [(s[:K], p[:K]) for s, p in zip(slots, prop)]
+        rows = [(s.reshape(s.shape[0], -1), p.reshape(p.shape[0], -1)) for s, p in zip(slots, prop)]  # (views)
         for t in range(T):
-            for p, s, e in zip(prop, slots, moves):
-                np.add(s[:K], e[t], out=p[:K])
-            new = nc.cluster_logp_args(args, checked=False)[:K]
-            ok = log_u[t] < new - current  # (a NaN proposal compares False: refused)
-            if ok.any():
-                for s, p in zip(slots, prop):
-                    np.copyto(s[:K], p[:K], where=ok.reshape((K,) + (1,) * (s.ndim - 1)))
-                current = np.where(ok, new, current)
-                accepted += int(ok.sum())
+            for (s, p), e in zip(heads, moves):
+                np.add(s, e[t], out=p)
+            new = nc.cluster_logp_args(args, checked=False)
+            taken = accept_slots(new, current, log_u[t], ok)  # (a NaN proposal is refused)
+            if taken:
+                for s, p in rows:
+                    copy_accepted(s, p, ok)
+                accepted += taken
         rate = accepted / (K * self.slot_steps) if self.slot_steps else float("nan")
         if self.tuning and self.slot_steps:
             self._adapt_t += 1
@@ -984,6 +986,33 @@ def _flattener(slots):
                 for a, b, (sh, dt) in zip(widths[:-1], widths[1:], shapes)]
 
     return flat, unflatten
+
+
+class _TypedCall:
+    """A compiled function called without PyTensor's conversion of each argument (``trust_input``; ~6 us per
+    argument) when every argument already has its input's type -- an ndarray of its dtype, dimensions and
+    static shape, as the sampler's arrays have -- and through the checking function otherwise: the same
+    result either way. ``trusted`` is the unchecking copy itself (it shares the shared variables: pm.set_data
+    reaches it), for loops that pass the arguments of a checked call again."""
+
+    def __init__(self, fn):
+        self.fn = fn
+        self.trusted = fn.copy()
+        self.trusted.trust_input = True
+        self.types = [(np.dtype(i.variable.type.dtype), i.variable.type.ndim,
+                       [(axis, size) for axis, size in enumerate(i.variable.type.shape) if size is not None])
+                      for i in fn.maker.inputs if not i.implicit]
+
+    def __call__(self, *args):
+        if len(args) != len(self.types):
+            return self.fn(*args)
+        for a, (dtype, ndim, static) in zip(args, self.types):
+            if type(a) is not np.ndarray or a.dtype != dtype or a.ndim != ndim:
+                return self.fn(*args)
+            for axis, size in static:
+                if a.shape[axis] != size:
+                    return self.fn(*args)
+        return self.trusted(*args)
 
 
 def _first_items(labels, K):

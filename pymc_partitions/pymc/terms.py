@@ -122,7 +122,10 @@ class PartitionTerms:
             self._fixed = values
         else:
             outs = model.replace_rvs_by_values(hyper)
-            self._hyper_fn = model.compile_fn(outs, inputs=model.value_vars, on_unused_input="ignore", point_fn=True)
+            used = set(ancestors(outs))  # only the values they read: every call checks each input's type
+            inputs = [v for v in model.value_vars if v in used]
+            self._hyper_inputs = [v.name for v in inputs]
+            self._hyper_fn = model.compile_fn(outs, inputs=inputs, on_unused_input="ignore", point_fn=False)
             self._fixed = None
         self._cache_key = None
         self._cache = None
@@ -150,7 +153,7 @@ class PartitionTerms:
         """Current numeric values of (alpha, discount, likelihood hyperparameters...)."""
         if self._hyper_fn is None:
             return self._fixed
-        return [np.asarray(v) for v in self._hyper_fn(point)]
+        return [np.asarray(v) for v in self._hyper_fn(*[point[name] for name in self._hyper_inputs])]
 
     def split_hyper(self, values):
         """(alpha, discount, [each likelihood's hyperparameter values]) from the values of

@@ -34,7 +34,7 @@ from ..partition import index_array
 from ..priors import log_join_weight, log_new_weight
 from .gibbs import check_prior
 
-__all__ = ["algorithm8_sweep"]
+__all__ = ["algorithm8_sweep", "trusted_sweep"]
 
 #: kernel return codes
 _DONE, _OPENED, _FULL = 0, 1, 2
@@ -125,8 +125,6 @@ def algorithm8_sweep(slot_of, L, Laux, order, uniforms, prior_code, prior_params
     n, cap = L.shape
     if Laux.ndim != 2 or Laux.shape[0] != n or Laux.shape[1] < 1:
         raise ValueError(f"{owner}: Laux must be (n={n}, m) with m >= 1, got shape {Laux.shape}")
-    if np.isnan(L).any() or np.isnan(Laux).any() or np.isposinf(L).any() or np.isposinf(Laux).any():
-        raise ValueError(f"{owner}: L and Laux must not hold NaN or +inf")
     slot_of = index_array(slot_of, cap, name="slot_of", owner=owner).astype(np.int64).copy()
     if slot_of.shape != (n,):
         raise ValueError(f"{owner}: slot_of must have length n={n}, got shape {slot_of.shape}")
@@ -137,6 +135,21 @@ def algorithm8_sweep(slot_of, L, Laux, order, uniforms, prior_code, prior_params
     code, params = check_prior(n, prior_code, prior_params, owner)
     if not callable(open_block):
         raise TypeError(f"{owner}: open_block must be callable, got {open_block!r}")
+    return trusted_sweep(slot_of, L, Laux, order, uniforms, code, params, open_block)
+
+
+def trusted_sweep(slot_of, L, Laux, order, uniforms, prior_code, prior_params, open_block):
+    """:func:`algorithm8_sweep` for arguments already known valid: ``slot_of`` an int64 array of the n items'
+    slots (overwritten), ``L`` and ``Laux`` C-contiguous float64, ``order`` int64 indices of items, ``uniforms`` in
+    [0, 1) of the same length, the prior's parameters valid. ``NonConjugateGibbs`` builds them so and calls this
+    every draw, where the full checks cost more than the sweep. ``L`` and ``Laux`` are still checked for NaN and
+    +inf (the user's likelihood fills them), and so is every column ``open_block`` returns."""
+    owner = "algorithm8_sweep"
+    if not ((L < np.inf).all() and (Laux < np.inf).all()):  # (False for NaN too)
+        raise ValueError(f"{owner}: L and Laux must not hold NaN or +inf")
+    n = L.shape[0]
+    cap = L.shape[1]
+    code, params = prior_code, prior_params
     sizes = np.bincount(slot_of, minlength=cap).astype(np.int64)
     n_blocks = int(np.count_nonzero(sizes))
     free = np.flatnonzero(sizes == 0)[::-1].astype(np.int64)  # lowest slots first off the stack
@@ -159,7 +172,7 @@ def algorithm8_sweep(slot_of, L, Laux, order, uniforms, prior_code, prior_params
             n_free = cap
             continue
         column = np.asarray(open_block(int(order[t]), int(aux), int(slot)), dtype=np.float64)
-        if column.shape != (n,) or np.isnan(column).any() or np.isposinf(column).any():
+        if column.shape != (n,) or not (column < np.inf).all():
             raise ValueError(f"{owner}: open_block must return n={n} log-likelihoods without NaN or +inf, got "
                              f"shape {column.shape}")
         L[:, slot] = column
