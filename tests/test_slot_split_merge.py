@@ -346,3 +346,22 @@ def test_informed_bad_input_is_refused():
                                 (Y[:, None], np.array([[np.nan]]), "within_cov")]:
         with pytest.raises(ValueError, match=word):
             ssm.surrogate_pack(features, cov)
+
+
+def test_newton_step_is_its_definition_and_refuses_wrong_shapes():
+    rng = np.random.default_rng(5)
+    r, d = 3, 2
+    H = rng.normal(size=(r, d, d))
+    g = rng.normal(size=(r, d))
+    floor = np.diag([0.5, 2.0])
+    P, delta, decrement = ssm._newton_step(H, g, floor)
+    for k in range(r):
+        lam, vec = np.linalg.eigh(-0.5 * (H[k] + H[k].T))
+        want = vec @ np.diag(np.abs(lam)) @ vec.T + floor
+        np.testing.assert_allclose(P[k], want, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(delta[k], np.linalg.solve(want, g[k]), rtol=1e-10)
+    assert decrement == pytest.approx(max(g[k] @ delta[k] for k in range(r)), rel=1e-12)
+    for bad_H, bad_floor in [(H[:2], floor), (H[:, :1], floor), (H[:, :, :1], floor), (H, floor[:1]),
+                             (H, np.eye(3))]:
+        with pytest.raises(ValueError, match="_newton_step"):
+            ssm._newton_step(np.ascontiguousarray(bad_H), g, np.ascontiguousarray(bad_floor))

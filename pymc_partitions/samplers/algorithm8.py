@@ -149,7 +149,6 @@ def trusted_sweep(slot_of, L, Laux, order, uniforms, prior_code, prior_params, o
         raise ValueError(f"{owner}: L and Laux must not hold NaN or +inf")
     n = L.shape[0]
     cap = L.shape[1]
-    code, params = prior_code, prior_params
     sizes = np.bincount(slot_of, minlength=cap).astype(np.int64)
     n_blocks = int(np.count_nonzero(sizes))
     free = np.flatnonzero(sizes == 0)[::-1].astype(np.int64)  # lowest slots first off the stack
@@ -161,7 +160,7 @@ def trusted_sweep(slot_of, L, Laux, order, uniforms, prior_code, prior_params, o
         logw = np.empty(sizes.shape[0] + m)
         index = np.empty(sizes.shape[0], np.int64)
         code_, t, aux, slot, n_free, n_blocks = _visit(t, order, uniforms, slot_of, sizes, free, n_free, n_blocks, L,
-                                                       Laux, code, params, logw, index)
+                                                       Laux, prior_code, prior_params, logw, index)
         if code_ == _DONE:
             return slot_of, L
         if code_ == _FULL:

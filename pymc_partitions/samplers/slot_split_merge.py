@@ -354,8 +354,11 @@ def _surrogate_allocate(split, members, side, uniforms, prior_code, prior_params
 @numba.njit(cache=True)
 def _newton_step(H, g, floor):
     """Per row r: P = |-sym(H_r)| + floor (eigenvalues' absolute values), delta = P^-1 g_r; and the
-    largest Newton decrement g' P^-1 g over the rows (finite H and g)."""
+    largest Newton decrement g' P^-1 g over the rows (finite H and g). ``ValueError`` unless H is (r, d, d) and
+    floor (d, d)."""
     r, d = g.shape
+    if H.shape[0] != r or H.shape[1] != d or H.shape[2] != d or floor.shape[0] != d or floor.shape[1] != d:
+        raise ValueError("_newton_step: H must be (r, d, d) and floor (d, d) for g of shape (r, d)")
     P = np.empty((r, d, d))
     delta = np.empty((r, d))
     decrement = -np.inf
