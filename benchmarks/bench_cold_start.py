@@ -178,7 +178,7 @@ def _measure(name, env):
         proc, cpu = _run([sys.executable, str(ROOT / "examples" / "demo.py")], env)
         line = [ln for ln in proc.stdout.splitlines() if ln.startswith("Wall time of pm.sample")]
         return {"wall": time.perf_counter() - t0, "cpu": cpu,
-                "pm_sample": float(line[0].split()[-2]) if line else None}
+                "pm_sample": float(line[0].split(":")[1].split()[0]) if line else None}
     t0 = time.perf_counter()
     proc, cpu = _run([sys.executable, __file__, "--child", name], env)
     out = json.loads(proc.stdout.strip().splitlines()[-1])

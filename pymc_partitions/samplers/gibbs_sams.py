@@ -66,8 +66,8 @@ def _sams_on_slots(i, j, seed, slot_of, sizes, stats, active, n_active, prior_co
     row_a = active[n_active]  # i's side
     row_b = active[n_active + 1]  # j's side
     row_m = active[n_active + 2]  # the union of two blocks (merge proposals)
-    m = 0
-    n_j = 0
+    m = runtime_int(0)
+    n_j = runtime_int(0)
     for h in range(n):
         s = slot_of[h]
         if s == bi or s == bj:
@@ -77,7 +77,7 @@ def _sams_on_slots(i, j, seed, slot_of, sizes, stats, active, n_active, prior_co
             if s == bj and not same:
                 members[n_j] = h
                 n_j += 1
-    order_key = stream_key(seed, ORDER)
+    order_key = stream_key(seed, runtime_int(ORDER))
     for t in range(m - 1, 0, -1):  # a uniformly random allocation order (Fisher-Yates)
         u = min(int(keyed_uniform(order_key, t) * (t + 1)), t)
         tmp = rest[t]
@@ -87,11 +87,11 @@ def _sams_on_slots(i, j, seed, slot_of, sizes, stats, active, n_active, prior_co
     pack_init(codes, dims, stat_off, hyper_off, hyper, stats, row_b)
     pack_update(codes, dims, data_off, stat_off, hyper_off, hyper, stats, row_a, data, i, 1.0, scratch)
     pack_update(codes, dims, data_off, stat_off, hyper_off, hyper, stats, row_b, data, j, 1.0, scratch)
-    size_a = 1
-    size_b = 1
+    size_a = runtime_int(1)
+    size_b = runtime_int(1)
     rows[0] = row_a
     rows[1] = row_b
-    alloc_key = stream_key(seed, ALLOCATION)
+    alloc_key = stream_key(seed, runtime_int(ALLOCATION))
     lq = 0.0  # log probability of the split allocation
     for t in range(m):
         h = rest[t]
@@ -109,7 +109,7 @@ def _sams_on_slots(i, j, seed, slot_of, sizes, stats, active, n_active, prior_co
                 break
             w0 = lw[0]
             w1 = lw[1]
-            c = draw_log_weights(lw, 2, keyed_uniform(alloc_key, t))  # (overwrites lw)
+            c = draw_log_weights(lw, runtime_int(2), keyed_uniform(alloc_key, t))  # (overwrites lw)
             lq += (w0 if c == 0 else w1) - lse
         else:
             c = 0 if slot_of[h] == bi else 1
@@ -120,7 +120,7 @@ def _sams_on_slots(i, j, seed, slot_of, sizes, stats, active, n_active, prior_co
         else:
             size_b += 1
         pack_update(codes, dims, data_off, stat_off, hyper_off, hyper, stats, rows[c], data, h, 1.0, scratch)
-    log_u = math.log(keyed_uniform(stream_key(seed, ACCEPTANCE), 0))
+    log_u = math.log(keyed_uniform(stream_key(seed, runtime_int(ACCEPTANCE)), runtime_int(0)))
     return _accept_split_merge(same, lq, j, log_u, slot_of, sizes, stats, active, n_active, bi, bj, row_a, row_b,
                                row_m, size_a, size_b, rest, side, m, members, n_j, prior_code, prior_params,
                                codes, dims, stat_off, hyper_off, hyper, work, counts)

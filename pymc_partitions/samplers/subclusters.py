@@ -102,8 +102,8 @@ def _subcluster_on_slots(i, j, seed, scans, slot_of, sizes, stats, active, n_act
     row_a = active[n_active]  # i's side
     row_b = active[n_active + 1]  # j's side
     row_m = active[n_active + 2]  # the union of two blocks (merge proposals)
-    m = 0
-    n_j = 0
+    m = runtime_int(0)
+    n_j = runtime_int(0)
     for h in range(n):
         s = slot_of[h]
         if s == bi or s == bj:
@@ -113,7 +113,7 @@ def _subcluster_on_slots(i, j, seed, scans, slot_of, sizes, stats, active, n_act
             if s == bj and not same:
                 members[n_j] = h
                 n_j += 1
-    order_key = stream_key(seed, ORDER)
+    order_key = stream_key(seed, runtime_int(ORDER))
     for t in range(m - 1, 0, -1):  # a uniformly random order (Fisher-Yates)
         u = min(int(keyed_uniform(order_key, t) * (t + 1)), t)
         tmp = rest[t]
@@ -123,19 +123,19 @@ def _subcluster_on_slots(i, j, seed, scans, slot_of, sizes, stats, active, n_act
     pack_init(codes, dims, stat_off, hyper_off, hyper, stats, row_b)
     pack_update(codes, dims, data_off, stat_off, hyper_off, hyper, stats, row_a, data, i, 1.0, scratch)
     pack_update(codes, dims, data_off, stat_off, hyper_off, hyper, stats, row_b, data, j, 1.0, scratch)
-    size_a = 1
-    size_b = 1
+    size_a = runtime_int(1)
+    size_b = runtime_int(1)
     rows[0] = row_a
     rows[1] = row_b
     # 1. the launch state: a sequential allocation of S (which never looks at how z divides S) ...
-    launch_key = stream_key(seed, LAUNCH)
+    launch_key = stream_key(seed, runtime_int(LAUNCH))
     for t in range(m):
         h = rest[t]
         lse = _side_weights(h, size_a, size_b, rows, lw, prior_code, prior_params, codes, dims, data_off, stat_off,
                             hyper_off, hyper, stats, data, scratch)
         c = 0  # neither side can take h: side 0 (a function of S and the seed, as the rest of the launch)
         if lse != -np.inf:
-            c = draw_log_weights(lw, 2, keyed_uniform(launch_key, t))
+            c = draw_log_weights(lw, runtime_int(2), keyed_uniform(launch_key, t))
         side[t] = c
         if c == 0:
             size_a += 1
@@ -143,8 +143,8 @@ def _subcluster_on_slots(i, j, seed, scans, slot_of, sizes, stats, active, n_act
             size_b += 1
         pack_update(codes, dims, data_off, stat_off, hyper_off, hyper, stats, rows[c], data, h, 1.0, scratch)
     # ... then ``scans`` restricted Gibbs scans, and the final scan (drawn for a split, forced for a merge)
-    scan_key = stream_key(seed, SCANS)
-    final_key = stream_key(seed, FINAL)
+    scan_key = stream_key(seed, runtime_int(SCANS))
+    final_key = stream_key(seed, runtime_int(FINAL))
     lq = 0.0  # log T(split | merged) of the final scan
     for scan in range(scans + 1):
         final = scan == scans
@@ -164,7 +164,8 @@ def _subcluster_on_slots(i, j, seed, scans, slot_of, sizes, stats, active, n_act
             elif lse != -np.inf:
                 pick[0] = lw[0]
                 pick[1] = lw[1]
-                c = draw_log_weights(pick, 2, keyed_uniform(final_key if final else scan_key, t if final else scan * n + t))
+                key, index = (final_key, t) if final else (scan_key, scan * n + t)
+                c = draw_log_weights(pick, runtime_int(2), keyed_uniform(key, index))
                 if final:
                     lq += lw[c] - lse
             elif final:  # a split: neither side can take h, the proposal is impossible (rejected)
@@ -180,7 +181,7 @@ def _subcluster_on_slots(i, j, seed, scans, slot_of, sizes, stats, active, n_act
                 break
         if lq == -np.inf:
             break
-    log_u = math.log(keyed_uniform(stream_key(seed, ACCEPTANCE), 0))
+    log_u = math.log(keyed_uniform(stream_key(seed, runtime_int(ACCEPTANCE)), runtime_int(0)))
     return _accept_split_merge(same, lq, j, log_u, slot_of, sizes, stats, active, n_active, bi, bj, row_a, row_b,
                                row_m, size_a, size_b, rest, side, m, members, n_j, prior_code, prior_params,
                                codes, dims, stat_off, hyper_off, hyper, work, counts)
