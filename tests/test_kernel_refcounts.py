@@ -24,11 +24,18 @@ from pymc_partitions.samplers import gibbs
 from pymc_partitions.samplers.slots import _build
 
 
-def _own_refcount_ops(dispatcher, *args):
+def _own_refcount_ops(dispatcher, *args, family=None):
     """Number of NRT_incref / NRT_decref calls in the body of ``dispatcher``'s own function, compiled
-    afresh (cached code cannot be inspected) for the types of ``args``."""
+    afresh (cached code cannot be inspected) for the types of ``args``. For a family dispatch function
+    (``K.family_update``, ...): its form compiled for ``family`` (the form kernels use for a pack of
+    that family alone), or for every family if ``family`` is None."""
+    if hasattr(dispatcher, "for_family"):
+        py_func = dispatcher.for_family(K.ALL_FAMILIES if family is None else family)
+        dispatcher = dispatcher.compiled
+    else:
+        py_func = dispatcher.py_func
     options = {k: v for k, v in dispatcher.targetoptions.items() if k not in ("cache", "nopython")}
-    fresh = numba.njit(**options)(dispatcher.py_func)
+    fresh = numba.njit(**options)(py_func)
     fresh(*args)
     sig = fresh.signatures[0]
     name = fresh.overloads[sig].fndesc.mangled_name
@@ -62,10 +69,11 @@ def test_family_kernels_have_no_refcount_ops(code):
     p, slot_of, sizes, stats, active, k, scratch = _case(code)
     out = np.zeros(k + 1)
     f = 0
-    assert _own_refcount_ops(K.family_log_preds, p.codes[f], stats, active, k, p.stat_off[f], p.data, 3,
-                             p.data_off[f], p.hyper, p.hyper_off[f], p.dims[f], scratch, out) == 0
-    assert _own_refcount_ops(K.family_update, p.codes[f], stats, slot_of[3], p.stat_off[f], p.data, 3,
-                             p.data_off[f], p.hyper, p.hyper_off[f], p.dims[f], 1.0, scratch) == 0
+    for family in (None, code):
+        assert _own_refcount_ops(K.family_log_preds, p.codes[f], stats, active, k, p.stat_off[f], p.data, 3,
+                                 p.data_off[f], p.hyper, p.hyper_off[f], p.dims[f], scratch, out, family=family) == 0
+        assert _own_refcount_ops(K.family_update, p.codes[f], stats, slot_of[3], p.stat_off[f], p.data, 3,
+                                 p.data_off[f], p.hyper, p.hyper_off[f], p.dims[f], 1.0, scratch, family=family) == 0
     assert _own_refcount_ops(K.pack_log_preds, p.codes, p.dims, p.data_off, p.stat_off, p.hyper_off, p.hyper,
                              stats, active, k, p.data, 3, scratch, out) == 0
     assert _own_refcount_ops(K.pack_update, p.codes, p.dims, p.data_off, p.stat_off, p.hyper_off, p.hyper,

@@ -128,6 +128,42 @@ _FAST = {"reassoc", "contract", "arcp", "nsz"}  # no nnan/ninf: -inf is a legiti
 # tests/test_kernel_refcounts.py).
 
 
+# ----------------------------------------------------------------------------- compile only the families used
+#
+# A pack of one family carries it in the dtype of ``codes`` (:data:`CODE_DTYPES`, set by
+# :meth:`FamilyPack.build`). The family dispatch functions below (family_init, family_update, ...)
+# are written once with a flag per family; inside compiled code they are numba overloads that
+# read the family from the type of ``code`` and return the function with the other families'
+# flags False, whose branches numba prunes before typing. Every kernel that takes ``codes`` is
+# then compiled (and cached) per family, containing that family's code only: compiling all seven
+# into every kernel made the first run of the Gibbs workflow 3x slower (benchmarks/README.md).
+# Packs of several families (and NETWORK, and calls from Python) use int64 codes: all families.
+ALL_FAMILIES = -1
+CODE_DTYPES = {DIAG_NORMAL: np.uint8, NIW: np.uint16, BETA_BERNOULLI: np.int8, GRAPH: np.int16,
+               GAMMA_POISSON: np.int32, DIRICHLET_CATEGORICAL: np.uint32, LINEAR_REGRESSION: np.uint64}
+
+
+_CODE_DTYPES_ANY = {np.dtype(dt) for dt in CODE_DTYPES.values()} | {np.dtype(np.int64)}
+
+
+def codes_dtype(codes) -> type:
+    """The dtype of a pack's ``codes``: its family's (:data:`CODE_DTYPES`) if it has exactly one, int64
+    otherwise (several families, NETWORK); for no family (the prior alone: nothing to compile) the
+    cheapest, DIAG_NORMAL's."""
+    codes = [int(c) for c in codes]
+    if not codes:
+        return CODE_DTYPES[DIAG_NORMAL]
+    return CODE_DTYPES.get(codes[0], np.int64) if len(codes) == 1 else np.int64
+
+
+def _flags(only):
+    """(DIAG_NORMAL, NIW, BETA_BERNOULLI, GRAPH, NETWORK, count families, LINEAR_REGRESSION) compiled in."""
+    every = only == ALL_FAMILIES
+    return (every or only == DIAG_NORMAL, every or only == NIW, every or only == BETA_BERNOULLI,
+            every or only == GRAPH, every or only == NETWORK,
+            every or only in (GAMMA_POISSON, DIRICHLET_CATEGORICAL), every or only == LINEAR_REGRESSION)
+
+
 @numba.njit(cache=True, fastmath=_FAST, error_model="numpy", _nrt=False)
 def _diag_refresh(st, b, so, hp, ho, dim):
     m = st[b, so]
@@ -214,41 +250,47 @@ def _bb_refresh(st, b, so, hp, ho, dim):
         st[b, so + 1 + 2 * dim + d] = math.log(b_ + m - st[b, so + 1 + d]) - tot
 
 
-@numba.njit(cache=True, error_model="numpy", _nrt=False)
-def family_init(code, st, b, so, hp, ho, dim):
-    """Statistics of an empty block."""
-    if code == LINEAR_REGRESSION:
-        return _lr_init(st, b, so, hp, ho, dim)
-    if code >= GAMMA_POISSON:
-        return _counts_init(code, st, b, so, hp, ho, dim)
-    for j in range(stats_width_compiled(code, dim)):
-        st[b, so + j] = 0.0
-    if code == NIW:
-        for j in range(dim * dim):
-            st[b, so + 1 + dim + j] = hp[ho + dim + 2 + j]
-        _niw_refresh(st, b, so, hp, ho, dim)
-    elif code == DIAG_NORMAL:
-        _diag_refresh(st, b, so, hp, ho, dim)
-    elif code == BETA_BERNOULLI:
-        _bb_refresh(st, b, so, hp, ho, dim)
+def _family_init_body(only):
+    _DIAG, _NIW, _BB, _GRAPH, _NETWORK, _COUNTS, _LR = _flags(only)
+
+    def family_init(code, st, b, so, hp, ho, dim):
+        """Statistics of an empty block."""
+        if (_LR and code == LINEAR_REGRESSION):
+            return _lr_init(st, b, so, hp, ho, dim)
+        if (_COUNTS and code >= GAMMA_POISSON):
+            return _counts_init(code, st, b, so, hp, ho, dim)
+        for j in range(stats_width_compiled(code, dim)):
+            st[b, so + j] = 0.0
+        if (_NIW and code == NIW):
+            for j in range(dim * dim):
+                st[b, so + 1 + dim + j] = hp[ho + dim + 2 + j]
+            _niw_refresh(st, b, so, hp, ho, dim)
+        elif (_DIAG and code == DIAG_NORMAL):
+            _diag_refresh(st, b, so, hp, ho, dim)
+        elif (_BB and code == BETA_BERNOULLI):
+            _bb_refresh(st, b, so, hp, ho, dim)
+    return family_init
 
 
-@numba.njit(cache=True, error_model="numpy", _nrt=False)
-def stats_width_compiled(code, dim):
-    """Row width of a family's block statistics (the one definition; see the module docstring)."""
-    if code == LINEAR_REGRESSION:
-        return (dim - 1) * (dim - 1) + 3 * (dim - 1) + 7
-    if code >= GAMMA_POISSON:
-        return _counts_width(code, dim)
-    if code == DIAG_NORMAL:
-        return 4 * dim + 2
-    if code == NIW:
-        return dim * dim + 3 * dim + 5
-    if code == GRAPH:
-        return dim + 2
-    if code == NETWORK:
-        return 1
-    return 3 * dim + 1
+def _stats_width_compiled_body(only):
+    _DIAG, _NIW, _BB, _GRAPH, _NETWORK, _COUNTS, _LR = _flags(only)
+
+    def stats_width_compiled(code, dim):
+        """Row width of a family's block statistics (the one definition; see the module docstring)."""
+        if (_LR and code == LINEAR_REGRESSION):
+            return (dim - 1) * (dim - 1) + 3 * (dim - 1) + 7
+        if (_COUNTS and code >= GAMMA_POISSON):
+            return _counts_width(code, dim)
+        if (_DIAG and code == DIAG_NORMAL):
+            return 4 * dim + 2
+        if (_NIW and code == NIW):
+            return dim * dim + 3 * dim + 5
+        if (_GRAPH and code == GRAPH):
+            return dim + 2
+        if (_NETWORK and code == NETWORK):
+            return 1
+        return 3 * dim + 1
+    return stats_width_compiled
 
 
 @numba.njit(cache=True, error_model="numpy", _nrt=False)
@@ -289,162 +331,171 @@ def _chol_into(st, b, base, dim, work):
             st[b, base + r * dim + c] = v / lcc
 
 
-@numba.njit(cache=True, fastmath=_FAST, error_model="numpy", _nrt=False)
-def family_update(code, st, b, so, x, i, xo, hp, ho, dim, sign, scratch):
-    """Add (``sign = 1``) or remove (``sign = -1``) point ``i`` from block ``b``'s statistics."""
-    if code == LINEAR_REGRESSION:
-        return _lr_update(st, b, so, x, i, xo, hp, ho, dim, sign, scratch)
-    if code >= GAMMA_POISSON:
-        return _counts_update(code, st, b, so, x, i, xo, hp, ho, dim, sign)
-    if code == DIAG_NORMAL:
-        st[b, so] += sign
-        c_sum = np.uint64(so + 1)
-        c_sq = np.uint64(so + 1 + dim)
-        x0 = np.uint64(xo)
-        for d in range(np.uint64(dim)):
-            v = x[i, x0 + d]
-            st[b, c_sum + d] += sign * v
-            st[b, c_sq + d] += sign * v * v
-        _diag_refresh(st, b, so, hp, ho, dim)
-    elif code == NIW:
-        kappa0 = hp[ho + dim]
-        if sign > 0:
-            cache = so + 1 + dim + dim * dim + 2
-            f = math.sqrt(st[b, cache + 2 * dim])
+def _family_update_body(only):
+    _DIAG, _NIW, _BB, _GRAPH, _NETWORK, _COUNTS, _LR = _flags(only)
+
+    def family_update(code, st, b, so, x, i, xo, hp, ho, dim, sign, scratch):
+        """Add (``sign = 1``) or remove (``sign = -1``) point ``i`` from block ``b``'s statistics."""
+        if (_LR and code == LINEAR_REGRESSION):
+            return _lr_update(st, b, so, x, i, xo, hp, ho, dim, sign, scratch)
+        if (_COUNTS and code >= GAMMA_POISSON):
+            return _counts_update(code, st, b, so, x, i, xo, hp, ho, dim, sign)
+        if (_DIAG and code == DIAG_NORMAL):
+            st[b, so] += sign
+            c_sum = np.uint64(so + 1)
+            c_sq = np.uint64(so + 1 + dim)
+            x0 = np.uint64(xo)
+            for d in range(np.uint64(dim)):
+                v = x[i, x0 + d]
+                st[b, c_sum + d] += sign * v
+                st[b, c_sq + d] += sign * v * v
+            _diag_refresh(st, b, so, hp, ho, dim)
+        elif (_NIW and code == NIW):
+            kappa0 = hp[ho + dim]
+            if sign > 0:
+                cache = so + 1 + dim + dim * dim + 2
+                f = math.sqrt(st[b, cache + 2 * dim])
+                for d in range(dim):
+                    scratch[d] = (x[i, xo + d] - st[b, cache + d]) * f
+                st[b, so] += 1.0
+                for d in range(dim):
+                    st[b, so + 1 + d] += x[i, xo + d]
+                _chol_rank_one(st, b, so + 1 + dim, dim, scratch, 1.0)
+            else:
+                st[b, so] -= 1.0
+                for d in range(dim):
+                    st[b, so + 1 + d] -= x[i, xo + d]
+                if st[b, so] < 0.5:
+                    family_init(code, st, b, so, hp, ho, dim)  # exact reset: no drift in an emptied block
+                    return
+                r = kappa0 + st[b, so]
+                f = math.sqrt(r / (r + 1.0))
+                for d in range(dim):
+                    scratch[d] = (x[i, xo + d] - (kappa0 * hp[ho + d] + st[b, so + 1 + d]) / r) * f
+                _chol_rank_one(st, b, so + 1 + dim, dim, scratch, -1.0)
+            _niw_refresh(st, b, so, hp, ho, dim)
+        elif (_BB and code == BETA_BERNOULLI):
+            st[b, so] += sign
             for d in range(dim):
-                scratch[d] = (x[i, xo + d] - st[b, cache + d]) * f
-            st[b, so] += 1.0
+                st[b, so + 1 + d] += sign * x[i, xo + d]
+            _bb_refresh(st, b, so, hp, ho, dim)
+        elif (_NETWORK and code == NETWORK):
+            st[b, so] += sign
+        else:  # GRAPH: edges inside change by the number of i's neighbours in the block
+            if sign > 0:
+                st[b, so + 1] += st[b, so + 2 + i]
+            st[b, so] += sign
             for d in range(dim):
-                st[b, so + 1 + d] += x[i, xo + d]
-            _chol_rank_one(st, b, so + 1 + dim, dim, scratch, 1.0)
+                st[b, so + 2 + d] += sign * x[i, xo + d]
+            if sign < 0:
+                st[b, so + 1] -= st[b, so + 2 + i]
+    return family_update
+
+
+def _family_log_preds_body(only):
+    _DIAG, _NIW, _BB, _GRAPH, _NETWORK, _COUNTS, _LR = _flags(only)
+
+    def family_log_preds(code, st, blocks, n_blocks, so, x, i, xo, hp, ho, dim, scratch, out):
+        """Add to ``out[j]`` the log predictive of point ``i`` given block ``blocks[j]``, j < n_blocks.
+
+        One call per point and family, with the family's branch outside the loop over blocks: the
+        cost per candidate block is then only the arithmetic.
+        """
+        if (_LR and code == LINEAR_REGRESSION):
+            return _lr_log_preds(st, blocks, n_blocks, so, x, i, xo, dim, scratch, out)
+        if (_COUNTS and code >= GAMMA_POISSON):
+            return _counts_log_preds(code, st, blocks, n_blocks, so, x, i, xo, hp, ho, dim, out)
+        if (_DIAG and code == DIAG_NORMAL):
+            d_end = np.uint64(dim)
+            x0 = np.uint64(xo)
+            c_mean = np.uint64(so + 1 + 2 * dim)
+            c_hprec = np.uint64(so + 1 + 3 * dim)
+            for j in range(n_blocks):
+                b = blocks[j]
+                lp = st[b, so + 1 + 4 * dim]
+                for d in range(d_end):
+                    e = x[i, x0 + d] - st[b, c_mean + d]
+                    lp -= e * e * st[b, c_hprec + d]
+                out[j] += lp
+        elif (_NIW and code == NIW):
+            base = so + 1 + dim
+            cache = base + dim * dim + 2
+            for j in range(n_blocks):
+                b = blocks[j]
+                q = 0.0  # forward solve L w = x - u, q = |w|^2
+                for a in range(dim):
+                    v = x[i, xo + a] - st[b, cache + a]
+                    for c in range(a):
+                        v -= st[b, base + a * dim + c] * scratch[c]
+                    w = v * st[b, cache + dim + a]
+                    scratch[a] = w
+                    q += w * w
+                # log rather than log1p: equal to rounding in absolute terms, and cheaper
+                out[j] += st[b, base + dim * dim + 1] - st[b, cache + 2 * dim + 1] * math.log(1.0 + q * st[b, cache + 2 * dim])
+        elif (_GRAPH and code == GRAPH):
+            for j in range(n_blocks):
+                if st[blocks[j], so + 2 + i] > 0.5:
+                    out[j] = -np.inf
+        elif (_NETWORK and code == NETWORK):
+            return
         else:
-            st[b, so] -= 1.0
+            for j in range(n_blocks):
+                b = blocks[j]
+                lp = 0.0
+                for d in range(dim):
+                    if x[i, xo + d] > 0.5:
+                        lp += st[b, so + 1 + dim + d]
+                    else:
+                        lp += st[b, so + 1 + 2 * dim + d]
+                out[j] += lp
+    return family_log_preds
+
+
+def _family_log_marginal_body(only):
+    _DIAG, _NIW, _BB, _GRAPH, _NETWORK, _COUNTS, _LR = _flags(only)
+
+    def family_log_marginal(code, st, b, so, hp, ho, dim):
+        """Log marginal likelihood of all the points in block ``b`` (0 for an empty block)."""
+        m = st[b, so]
+        if m < 0.5:
+            return 0.0
+        if (_LR and code == LINEAR_REGRESSION):
+            return _lr_log_marginal(st, b, so, hp, ho, dim)
+        if (_COUNTS and code >= GAMMA_POISSON):
+            return _counts_log_marginal(code, st, b, so, hp, ho, dim)
+        out = 0.0
+        if (_DIAG and code == DIAG_NORMAL):
             for d in range(dim):
-                st[b, so + 1 + d] -= x[i, xo + d]
-            if st[b, so] < 0.5:
-                family_init(code, st, b, so, hp, ho, dim)  # exact reset: no drift in an emptied block
-                return
-            r = kappa0 + st[b, so]
-            f = math.sqrt(r / (r + 1.0))
+                mu0 = hp[ho + d]
+                t2 = hp[ho + dim + d]
+                s2 = hp[ho + 2 * dim + d]
+                sr = st[b, so + 1 + d] - m * mu0
+                srr = st[b, so + 1 + dim + d] - 2.0 * mu0 * st[b, so + 1 + d] + m * mu0 * mu0
+                out += -0.5 * m * (LOG_2PI + math.log(s2)) - 0.5 * math.log1p(m * t2 / s2)
+                out -= 0.5 / s2 * (srr - t2 * sr * sr / (s2 + m * t2))
+            return out + m * hp[ho + 3 * dim]
+        if (_NIW and code == NIW):
+            kappa0 = hp[ho + dim]
+            nu0 = hp[ho + dim + 1]
+            logdet0 = hp[ho + dim + 2 + dim * dim]
+            logdet = st[b, so + 1 + dim + dim * dim]
+            out = -0.5 * m * dim * LOG_PI + 0.5 * dim * (math.log(kappa0) - math.log(kappa0 + m))
+            out += 0.5 * nu0 * logdet0 - 0.5 * (nu0 + m) * logdet
             for d in range(dim):
-                scratch[d] = (x[i, xo + d] - (kappa0 * hp[ho + d] + st[b, so + 1 + d]) / r) * f
-            _chol_rank_one(st, b, so + 1 + dim, dim, scratch, -1.0)
-        _niw_refresh(st, b, so, hp, ho, dim)
-    elif code == BETA_BERNOULLI:
-        st[b, so] += sign
+                out += math.lgamma(0.5 * (nu0 + m - d)) - math.lgamma(0.5 * (nu0 - d))
+            return out
+        if (_GRAPH and code == GRAPH):
+            return -np.inf if st[b, so + 1] > 0.5 else 0.0
+        if (_NETWORK and code == NETWORK):
+            return 0.0
         for d in range(dim):
-            st[b, so + 1 + d] += sign * x[i, xo + d]
-        _bb_refresh(st, b, so, hp, ho, dim)
-    elif code == NETWORK:
-        st[b, so] += sign
-    else:  # GRAPH: edges inside change by the number of i's neighbours in the block
-        if sign > 0:
-            st[b, so + 1] += st[b, so + 2 + i]
-        st[b, so] += sign
-        for d in range(dim):
-            st[b, so + 2 + d] += sign * x[i, xo + d]
-        if sign < 0:
-            st[b, so + 1] -= st[b, so + 2 + i]
-
-
-@numba.njit(cache=True, fastmath=_FAST, error_model="numpy", _nrt=False)
-def family_log_preds(code, st, blocks, n_blocks, so, x, i, xo, hp, ho, dim, scratch, out):
-    """Add to ``out[j]`` the log predictive of point ``i`` given block ``blocks[j]``, j < n_blocks.
-
-    One call per point and family, with the family's branch outside the loop over blocks: the
-    cost per candidate block is then only the arithmetic.
-    """
-    if code == LINEAR_REGRESSION:
-        return _lr_log_preds(st, blocks, n_blocks, so, x, i, xo, dim, scratch, out)
-    if code >= GAMMA_POISSON:
-        return _counts_log_preds(code, st, blocks, n_blocks, so, x, i, xo, hp, ho, dim, out)
-    if code == DIAG_NORMAL:
-        d_end = np.uint64(dim)
-        x0 = np.uint64(xo)
-        c_mean = np.uint64(so + 1 + 2 * dim)
-        c_hprec = np.uint64(so + 1 + 3 * dim)
-        for j in range(n_blocks):
-            b = blocks[j]
-            lp = st[b, so + 1 + 4 * dim]
-            for d in range(d_end):
-                e = x[i, x0 + d] - st[b, c_mean + d]
-                lp -= e * e * st[b, c_hprec + d]
-            out[j] += lp
-    elif code == NIW:
-        base = so + 1 + dim
-        cache = base + dim * dim + 2
-        for j in range(n_blocks):
-            b = blocks[j]
-            q = 0.0  # forward solve L w = x - u, q = |w|^2
-            for a in range(dim):
-                v = x[i, xo + a] - st[b, cache + a]
-                for c in range(a):
-                    v -= st[b, base + a * dim + c] * scratch[c]
-                w = v * st[b, cache + dim + a]
-                scratch[a] = w
-                q += w * w
-            # log rather than log1p: equal to rounding in absolute terms, and cheaper
-            out[j] += st[b, base + dim * dim + 1] - st[b, cache + 2 * dim + 1] * math.log(1.0 + q * st[b, cache + 2 * dim])
-    elif code == GRAPH:
-        for j in range(n_blocks):
-            if st[blocks[j], so + 2 + i] > 0.5:
-                out[j] = -np.inf
-    elif code == NETWORK:
-        return
-    else:
-        for j in range(n_blocks):
-            b = blocks[j]
-            lp = 0.0
-            for d in range(dim):
-                if x[i, xo + d] > 0.5:
-                    lp += st[b, so + 1 + dim + d]
-                else:
-                    lp += st[b, so + 1 + 2 * dim + d]
-            out[j] += lp
-
-
-@numba.njit(cache=True, error_model="numpy")
-def family_log_marginal(code, st, b, so, hp, ho, dim):
-    """Log marginal likelihood of all the points in block ``b`` (0 for an empty block)."""
-    m = st[b, so]
-    if m < 0.5:
-        return 0.0
-    if code == LINEAR_REGRESSION:
-        return _lr_log_marginal(st, b, so, hp, ho, dim)
-    if code >= GAMMA_POISSON:
-        return _counts_log_marginal(code, st, b, so, hp, ho, dim)
-    out = 0.0
-    if code == DIAG_NORMAL:
-        for d in range(dim):
-            mu0 = hp[ho + d]
-            t2 = hp[ho + dim + d]
-            s2 = hp[ho + 2 * dim + d]
-            sr = st[b, so + 1 + d] - m * mu0
-            srr = st[b, so + 1 + dim + d] - 2.0 * mu0 * st[b, so + 1 + d] + m * mu0 * mu0
-            out += -0.5 * m * (LOG_2PI + math.log(s2)) - 0.5 * math.log1p(m * t2 / s2)
-            out -= 0.5 / s2 * (srr - t2 * sr * sr / (s2 + m * t2))
-        return out + m * hp[ho + 3 * dim]
-    if code == NIW:
-        kappa0 = hp[ho + dim]
-        nu0 = hp[ho + dim + 1]
-        logdet0 = hp[ho + dim + 2 + dim * dim]
-        logdet = st[b, so + 1 + dim + dim * dim]
-        out = -0.5 * m * dim * LOG_PI + 0.5 * dim * (math.log(kappa0) - math.log(kappa0 + m))
-        out += 0.5 * nu0 * logdet0 - 0.5 * (nu0 + m) * logdet
-        for d in range(dim):
-            out += math.lgamma(0.5 * (nu0 + m - d)) - math.lgamma(0.5 * (nu0 - d))
+            a_ = hp[ho + d]
+            b_ = hp[ho + dim + d]
+            c = st[b, so + 1 + d]
+            out += math.lgamma(a_ + c) + math.lgamma(b_ + m - c) - math.lgamma(a_ + b_ + m)
+            out -= math.lgamma(a_) + math.lgamma(b_) - math.lgamma(a_ + b_)
         return out
-    if code == GRAPH:
-        return -np.inf if st[b, so + 1] > 0.5 else 0.0
-    if code == NETWORK:
-        return 0.0
-    for d in range(dim):
-        a_ = hp[ho + d]
-        b_ = hp[ho + dim + d]
-        c = st[b, so + 1 + d]
-        out += math.lgamma(a_ + c) + math.lgamma(b_ + m - c) - math.lgamma(a_ + b_ + m)
-        out -= math.lgamma(a_) + math.lgamma(b_) - math.lgamma(a_ + b_)
-    return out
+    return family_log_marginal
 
 
 # ----------------------------------------------------------------------------- several families
@@ -731,7 +782,7 @@ class FamilyPack(NamedTuple):
             h_at += hypers[-1].shape[0]
         i64 = lambda v: np.asarray(v, np.int64)  # noqa: E731
         return FamilyPack(
-            i64(codes), i64(dims), i64(doff), i64(soff), i64(hoff),
+            np.asarray(codes, codes_dtype(codes)), i64(dims), i64(doff), i64(soff), i64(hoff),
             np.concatenate(hypers + [np.zeros(0)]), np.ascontiguousarray(np.hstack(datas + [np.zeros((n, 0))])), s_at,
         )
 
@@ -771,8 +822,11 @@ def check_pack(pack, owner: str | None = None) -> FamilyPack:
         ok = (x.dtype == np.float64 and x.ndim == 2 and x.flags.c_contiguous and x.shape[0] >= 1
               and hp.dtype == np.float64 and hp.ndim == 1 and int(width) == width)
         f = len(codes)
+        ok = ok and (codes.dtype == codes_dtype(codes) if f else codes.dtype in _CODE_DTYPES_ANY)
         for a in (codes, dims, data_off, stat_off, hyper_off):
-            ok = ok and a.dtype == np.int64 and a.ndim == 1 and len(a) >= f
+            ok = ok and a.dtype.kind in "iu" and a.ndim == 1 and len(a) >= f
+        for a in (dims, data_off, stat_off, hyper_off):
+            ok = ok and a.dtype == np.int64
         n, cols = x.shape
         for code, dim, do, so, ho in zip(codes.tolist(), dims.tolist(), data_off.tolist(), stat_off.tolist(),
                                          hyper_off.tolist()):
@@ -903,78 +957,84 @@ def _niw_merge(st, dst, src, so, hp, ho, dim, work):
     _niw_refresh(st, dst, so, hp, ho, dim)
 
 
-@numba.njit(cache=True, error_model="numpy")
-def family_merge(code, st, dst, src, so, hp, ho, dim, members, start, count, work):
-    """Statistics of block ``dst`` <- those of dst ∪ src (disjoint sets); ``src`` is unchanged.
-    ``members[start:start + count]`` are src's items (read by GRAPH only); ``work`` has at least
-    :func:`merge_work_size` entries."""
-    if st[src, so] < 0.5:
-        return
-    if st[dst, so] < 0.5:
-        for c in range(stats_width_compiled(code, dim)):
-            st[dst, so + c] = st[src, so + c]
-        return
-    if code == LINEAR_REGRESSION:
-        return _lr_merge(st, dst, src, so, hp, ho, dim, work)
-    if code >= GAMMA_POISSON:
-        return _counts_merge(code, st, dst, src, so, hp, ho, dim)
-    if code == DIAG_NORMAL:
-        st[dst, so] += st[src, so]
-        for d in range(2 * dim):
-            st[dst, so + 1 + d] += st[src, so + 1 + d]
-        _diag_refresh(st, dst, so, hp, ho, dim)
-    elif code == NIW:
-        _niw_merge(st, dst, src, so, hp, ho, dim, work)
-    elif code == BETA_BERNOULLI:
-        st[dst, so] += st[src, so]
-        for d in range(dim):
-            st[dst, so + 1 + d] += st[src, so + 1 + d]
-        _bb_refresh(st, dst, so, hp, ho, dim)
-    elif code == NETWORK:
-        st[dst, so] += st[src, so]
-    else:  # GRAPH: edges inside the union = inside each + between them (src's members' neighbours in dst)
-        between = 0.0
-        for t in range(start, start + count):
-            between += st[dst, so + 2 + members[t]]
-        st[dst, so + 1] += st[src, so + 1] + between
-        st[dst, so] += st[src, so]
-        for d in range(dim):
-            st[dst, so + 2 + d] += st[src, so + 2 + d]
+def _family_merge_body(only):
+    _DIAG, _NIW, _BB, _GRAPH, _NETWORK, _COUNTS, _LR = _flags(only)
+
+    def family_merge(code, st, dst, src, so, hp, ho, dim, members, start, count, work):
+        """Statistics of block ``dst`` <- those of dst ∪ src (disjoint sets); ``src`` is unchanged.
+        ``members[start:start + count]`` are src's items (read by GRAPH only); ``work`` has at least
+        :func:`merge_work_size` entries."""
+        if st[src, so] < 0.5:
+            return
+        if st[dst, so] < 0.5:
+            for c in range(stats_width_compiled(code, dim)):
+                st[dst, so + c] = st[src, so + c]
+            return
+        if (_LR and code == LINEAR_REGRESSION):
+            return _lr_merge(st, dst, src, so, hp, ho, dim, work)
+        if (_COUNTS and code >= GAMMA_POISSON):
+            return _counts_merge(code, st, dst, src, so, hp, ho, dim)
+        if (_DIAG and code == DIAG_NORMAL):
+            st[dst, so] += st[src, so]
+            for d in range(2 * dim):
+                st[dst, so + 1 + d] += st[src, so + 1 + d]
+            _diag_refresh(st, dst, so, hp, ho, dim)
+        elif (_NIW and code == NIW):
+            _niw_merge(st, dst, src, so, hp, ho, dim, work)
+        elif (_BB and code == BETA_BERNOULLI):
+            st[dst, so] += st[src, so]
+            for d in range(dim):
+                st[dst, so + 1 + d] += st[src, so + 1 + d]
+            _bb_refresh(st, dst, so, hp, ho, dim)
+        elif (_NETWORK and code == NETWORK):
+            st[dst, so] += st[src, so]
+        else:  # GRAPH: edges inside the union = inside each + between them (src's members' neighbours in dst)
+            between = 0.0
+            for t in range(start, start + count):
+                between += st[dst, so + 2 + members[t]]
+            st[dst, so + 1] += st[src, so + 1] + between
+            st[dst, so] += st[src, so]
+            for d in range(dim):
+                st[dst, so + 2 + d] += st[src, so + 2 + d]
+    return family_merge
 
 
-@numba.njit(cache=True, fastmath=_FAST, error_model="numpy")
-def family_set_stats(code, st, b, so, x, items, start, count, xo, hp, ho, dim, scratch):
-    """Statistics of the set ``items[start:start + count]`` into block ``b`` (from empty): the
-    sums accumulate and the cached quantities are refreshed once (DIAG_NORMAL, BETA_BERNOULLI);
-    NIW and GRAPH add the items one by one."""
-    family_init(code, st, b, so, hp, ho, dim)
-    if count == 0:
-        return
-    if code == LINEAR_REGRESSION:  # rank-one updates: O(count p^2)
+def _family_set_stats_body(only):
+    _DIAG, _NIW, _BB, _GRAPH, _NETWORK, _COUNTS, _LR = _flags(only)
+
+    def family_set_stats(code, st, b, so, x, items, start, count, xo, hp, ho, dim, scratch):
+        """Statistics of the set ``items[start:start + count]`` into block ``b`` (from empty): the
+        sums accumulate and the cached quantities are refreshed once (DIAG_NORMAL, BETA_BERNOULLI);
+        NIW and GRAPH add the items one by one."""
+        family_init(code, st, b, so, hp, ho, dim)
+        if count == 0:
+            return
+        if (_LR and code == LINEAR_REGRESSION):  # rank-one updates: O(count p^2)
+            for t in range(start, start + count):
+                _lr_update(st, b, so, x, items[t], xo, hp, ho, dim, 1.0, scratch)
+            return
+        if (_COUNTS and code >= GAMMA_POISSON):
+            return _counts_set_stats(code, st, b, so, x, items, start, count, xo, hp, ho, dim)
+        if (_DIAG and code == DIAG_NORMAL) or (_BB and code == BETA_BERNOULLI):
+            x0 = np.uint64(xo)
+            c_sum = np.uint64(so + 1)
+            c_sq = np.uint64(so + 1 + dim)
+            for t in range(start, start + count):
+                i = items[t]
+                for d in range(np.uint64(dim)):
+                    v = x[i, x0 + d]
+                    st[b, c_sum + d] += v
+                    if (_DIAG and code == DIAG_NORMAL):
+                        st[b, c_sq + d] += v * v
+            st[b, so] = count
+            if (_DIAG and code == DIAG_NORMAL):
+                _diag_refresh(st, b, so, hp, ho, dim)
+            else:
+                _bb_refresh(st, b, so, hp, ho, dim)
+            return
         for t in range(start, start + count):
-            _lr_update(st, b, so, x, items[t], xo, hp, ho, dim, 1.0, scratch)
-        return
-    if code >= GAMMA_POISSON:
-        return _counts_set_stats(code, st, b, so, x, items, start, count, xo, hp, ho, dim)
-    if code == DIAG_NORMAL or code == BETA_BERNOULLI:
-        x0 = np.uint64(xo)
-        c_sum = np.uint64(so + 1)
-        c_sq = np.uint64(so + 1 + dim)
-        for t in range(start, start + count):
-            i = items[t]
-            for d in range(np.uint64(dim)):
-                v = x[i, x0 + d]
-                st[b, c_sum + d] += v
-                if code == DIAG_NORMAL:
-                    st[b, c_sq + d] += v * v
-        st[b, so] = count
-        if code == DIAG_NORMAL:
-            _diag_refresh(st, b, so, hp, ho, dim)
-        else:
-            _bb_refresh(st, b, so, hp, ho, dim)
-        return
-    for t in range(start, start + count):
-        family_update(code, st, b, so, x, items[t], xo, hp, ho, dim, 1.0, scratch)
+            family_update(code, st, b, so, x, items[t], xo, hp, ho, dim, 1.0, scratch)
+    return family_set_stats
 
 
 @numba.njit(cache=True, error_model="numpy")
@@ -1436,3 +1496,51 @@ def _check_linear_regression(summary, hp, n, dim):
         _too_big(4.0 * (n + 1) * ((a0 + n) * log_b + lg + p * max(abs(math.log(lam_min)), abs(math.log(
             float(np.abs(prec0).max()) + n * big * big)), 1.0)),
                  "4 (n + 1) times the log terms of the log marginals", "rescale the data, b0 or cov0, or decrease a0")
+
+
+
+# ----------------------------------------------------------------------------- the dispatch functions
+
+
+def _code_family(code_type) -> int:
+    """The family a numba type of ``code`` stands for (:data:`CODE_DTYPES`), else ALL_FAMILIES."""
+    from numba.core import types  # noqa: PLC0415
+    from numba.np.numpy_support import from_dtype  # noqa: PLC0415
+
+    by_type = {from_dtype(np.dtype(dt)): code for code, dt in CODE_DTYPES.items()}
+    return by_type.get(types.unliteral(code_type), ALL_FAMILIES)
+
+
+def _dispatch(body, **options):
+    """The public form of a family dispatch function: from Python, the all-families compiled function;
+    inside compiled code, an overload compiled for the family of ``code``'s type only."""
+    from functools import lru_cache  # noqa: PLC0415
+
+    from numba.extending import overload  # noqa: PLC0415
+
+    bodies = lru_cache(maxsize=None)(body)
+    compiled = numba.njit(cache=True, **options)(bodies(ALL_FAMILIES))
+
+    def public(code, *args):
+        return compiled(code, *args)
+
+    public.__name__ = public.__qualname__ = compiled.py_func.__name__
+    public.__doc__ = compiled.py_func.__doc__
+    public.compiled = compiled  # the all-families dispatcher (tests read its LLVM IR)
+    public.for_family = bodies  # the Python function compiled for one family (or ALL_FAMILIES)
+
+    def typing(code, *args):
+        return bodies(_code_family(code))
+
+    overload(public, jit_options=options, strict=False)(typing)
+    return public
+
+
+_PER_ITEM = dict(error_model="numpy", _nrt=False)
+family_init = _dispatch(_family_init_body, **_PER_ITEM)
+stats_width_compiled = _dispatch(_stats_width_compiled_body, **_PER_ITEM)
+family_update = _dispatch(_family_update_body, fastmath=_FAST, **_PER_ITEM)
+family_log_preds = _dispatch(_family_log_preds_body, fastmath=_FAST, **_PER_ITEM)
+family_log_marginal = _dispatch(_family_log_marginal_body, error_model="numpy")
+family_merge = _dispatch(_family_merge_body, error_model="numpy")
+family_set_stats = _dispatch(_family_set_stats_body, fastmath=_FAST, error_model="numpy")
