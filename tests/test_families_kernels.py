@@ -120,3 +120,94 @@ def test_pymc_logp_equals_kernel_log_joint(family, make_prior):
         params, pack = terms.kernel_inputs(point)
         want = log_joint(z, pack, terms.prior_code, params)
         assert logp(point) == pytest.approx(want, rel=1e-9, abs=1e-9)
+
+
+def _one_family_packs(n=9):
+    """A FamilyPack of each family alone (every code with a dtype of its own), on random data."""
+    rng = np.random.default_rng(3)
+    y = rng.normal(size=(n, 2))
+    counts = rng.poisson(2.0, (n, 2)).astype(float)
+    cats = kernels.dirichlet_categorical_data(rng.integers(0, 3, (n, 2)), [3, 3])
+    rows = np.column_stack([np.ones(n), rng.normal(size=n), rng.normal(size=n)])  # [x (p = 2), y]
+    adj = np.zeros((n, n))
+    adj[np.arange(n - 1), np.arange(1, n)] = adj[np.arange(1, n), np.arange(n - 1)] = 1.0
+    return {
+        kernels.DIAG_NORMAL: FamilyPack.build([(kernels.DIAG_NORMAL, y, kernels.diag_normal_hyper(0.0, 2.0, 1.0, 2))]),
+        kernels.NIW: FamilyPack.build([(kernels.NIW, y, kernels.niw_hyper(0.0, 0.5, 4.0, np.eye(2), 2, n))]),
+        kernels.BETA_BERNOULLI: FamilyPack.build([(kernels.BETA_BERNOULLI, (y > 0).astype(float),
+                                                   kernels.beta_bernoulli_hyper(1.0, 2.0, 2))]),
+        kernels.GRAPH: FamilyPack.build([(kernels.GRAPH, adj, np.zeros(0))]),
+        kernels.GAMMA_POISSON: FamilyPack.build([(kernels.GAMMA_POISSON, counts,
+                                                  kernels.gamma_poisson_hyper(1.0, 1.0, 2))]),
+        kernels.DIRICHLET_CATEGORICAL: FamilyPack.build([(kernels.DIRICHLET_CATEGORICAL, cats,
+                                                          kernels.dirichlet_categorical_hyper(1.0, [3, 3]))]),
+        kernels.LINEAR_REGRESSION: FamilyPack.build([(kernels.LINEAR_REGRESSION, rows,
+                                                      kernels.linear_regression_hyper(0.0, 1.0, 2.0, 1.0, 2))]),
+    }
+
+
+def _kernel_values(pack, labels):
+    """Every block's statistics and log marginal, and every item's log predictives before it is added."""
+    n, k = labels.shape[0], int(labels.max()) + 1
+    st = np.zeros((k + 1, pack.width))
+    scratch = np.zeros(max(pack.data.shape[1], kernels.merge_work_size(pack.codes, pack.dims)) + 8)
+    for b in range(k + 1):
+        kernels.pack_init(pack.codes, pack.dims, pack.stat_off, pack.hyper_off, pack.hyper, st, b)
+    preds = np.zeros((n, k + 1))
+    blocks = np.arange(k + 1)
+    for i in range(n):
+        kernels.pack_log_preds(pack.codes, pack.dims, pack.data_off, pack.stat_off, pack.hyper_off, pack.hyper, st,
+                               blocks, k + 1, pack.data, i, scratch, preds[i])
+        kernels.pack_update(pack.codes, pack.dims, pack.data_off, pack.stat_off, pack.hyper_off, pack.hyper, st,
+                            labels[i], pack.data, i, 1.0, scratch)
+    marg = [kernels.pack_log_marginal(pack.codes, pack.dims, pack.stat_off, pack.hyper_off, pack.hyper, st, b)
+            for b in range(k + 1)]
+    return st, preds, np.array(marg)
+
+
+def test_one_family_codes_compile_that_family_and_give_the_all_family_values():
+    """A pack of one family carries it in the dtype of its codes, for which the kernels compile that
+    family's code alone; the values are those of the same pack with int64 codes (every family compiled,
+    dispatched at run time), bit for bit. A codes dtype that names another family is refused: the kernels
+    would run that family's code on this one's statistics."""
+    labels = np.array([0, 1, 0, 2, 1, 0, 3, 2, 1])
+    for code, pack in _one_family_packs().items():
+        assert pack.codes.dtype == kernels.CODE_DTYPES[code]
+        every = pack._replace(codes=pack.codes.astype(np.int64))
+        kernels.check_pack(every)
+        for got, want in zip(_kernel_values(pack, labels), _kernel_values(every, labels)):
+            assert np.array_equal(got, want, equal_nan=True), kernels.FAMILY_NAMES[code]
+        for other, dtype in kernels.CODE_DTYPES.items():
+            if other != code:
+                with pytest.raises(ValueError, match="inconsistent"):
+                    kernels.check_pack(pack._replace(codes=pack.codes.astype(dtype)), "test")
+
+
+def test_a_one_family_pack_compiles_no_other_family(tmp_path):
+    """The point of the codes' dtypes: with an empty numba cache, the pack functions of a DIAG_NORMAL pack
+    compile none of the other families' helpers (all seven families were compiled into every kernel)."""
+    import subprocess  # noqa: PLC0415
+    import sys  # noqa: PLC0415
+
+    script = """
+import numpy as np
+from pymc_partitions.families import kernels as K
+y = np.random.default_rng(0).normal(size=(12, 2))
+p = K.FamilyPack.build([(K.DIAG_NORMAL, y, K.diag_normal_hyper(0.0, 2.0, 1.0, 2))])
+st, scratch, out = np.zeros((3, p.width)), np.zeros(8), np.zeros(3)
+K.pack_init(p.codes, p.dims, p.stat_off, p.hyper_off, p.hyper, st, 0)
+K.pack_update(p.codes, p.dims, p.data_off, p.stat_off, p.hyper_off, p.hyper, st, 0, p.data, 1, 1.0, scratch)
+K.pack_log_preds(p.codes, p.dims, p.data_off, p.stat_off, p.hyper_off, p.hyper, st, np.arange(3), 3, p.data, 2,
+                 scratch, out)
+K.pack_merge(p.codes, p.dims, p.stat_off, p.hyper_off, p.hyper, st, 1, 0, np.arange(12), 0, 1, np.zeros(8))
+K.pack_log_marginal(p.codes, p.dims, p.stat_off, p.hyper_off, p.hyper, st, 1)
+compiled = {name: len(getattr(K, name).signatures) for name in
+            ["_diag_refresh", "_niw_refresh", "_bb_refresh", "_lr_update", "_lr_refresh", "_counts_update", "_niw_merge"]}
+print(compiled)
+"""
+    env = dict(__import__("os").environ, NUMBA_CACHE_DIR=str(tmp_path))
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    compiled = eval(done.stdout.strip().splitlines()[-1])  # noqa: S307 - our own script's dict of ints
+    assert compiled.pop("_diag_refresh") >= 1
+    assert compiled == dict.fromkeys(compiled, 0)

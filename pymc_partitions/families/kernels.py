@@ -141,8 +141,6 @@ _FAST = {"reassoc", "contract", "arcp", "nsz"}  # no nnan/ninf: -inf is a legiti
 ALL_FAMILIES = -1
 CODE_DTYPES = {DIAG_NORMAL: np.uint8, NIW: np.uint16, BETA_BERNOULLI: np.int8, GRAPH: np.int16,
                GAMMA_POISSON: np.int32, DIRICHLET_CATEGORICAL: np.uint32, LINEAR_REGRESSION: np.uint64}
-
-
 _CODE_DTYPES_ANY = {np.dtype(dt) for dt in CODE_DTYPES.values()} | {np.dtype(np.int64)}
 
 
@@ -255,19 +253,19 @@ def _family_init_body(only):
 
     def family_init(code, st, b, so, hp, ho, dim):
         """Statistics of an empty block."""
-        if (_LR and code == LINEAR_REGRESSION):
+        if _LR and code == LINEAR_REGRESSION:
             return _lr_init(st, b, so, hp, ho, dim)
-        if (_COUNTS and code >= GAMMA_POISSON):
+        if _COUNTS and code >= GAMMA_POISSON:
             return _counts_init(code, st, b, so, hp, ho, dim)
         for j in range(stats_width_compiled(code, dim)):
             st[b, so + j] = 0.0
-        if (_NIW and code == NIW):
+        if _NIW and code == NIW:
             for j in range(dim * dim):
                 st[b, so + 1 + dim + j] = hp[ho + dim + 2 + j]
             _niw_refresh(st, b, so, hp, ho, dim)
-        elif (_DIAG and code == DIAG_NORMAL):
+        elif _DIAG and code == DIAG_NORMAL:
             _diag_refresh(st, b, so, hp, ho, dim)
-        elif (_BB and code == BETA_BERNOULLI):
+        elif _BB and code == BETA_BERNOULLI:
             _bb_refresh(st, b, so, hp, ho, dim)
     return family_init
 
@@ -277,17 +275,17 @@ def _stats_width_compiled_body(only):
 
     def stats_width_compiled(code, dim):
         """Row width of a family's block statistics (the one definition; see the module docstring)."""
-        if (_LR and code == LINEAR_REGRESSION):
+        if _LR and code == LINEAR_REGRESSION:
             return (dim - 1) * (dim - 1) + 3 * (dim - 1) + 7
-        if (_COUNTS and code >= GAMMA_POISSON):
+        if _COUNTS and code >= GAMMA_POISSON:
             return _counts_width(code, dim)
-        if (_DIAG and code == DIAG_NORMAL):
+        if _DIAG and code == DIAG_NORMAL:
             return 4 * dim + 2
-        if (_NIW and code == NIW):
+        if _NIW and code == NIW:
             return dim * dim + 3 * dim + 5
-        if (_GRAPH and code == GRAPH):
+        if _GRAPH and code == GRAPH:
             return dim + 2
-        if (_NETWORK and code == NETWORK):
+        if _NETWORK and code == NETWORK:
             return 1
         return 3 * dim + 1
     return stats_width_compiled
@@ -336,11 +334,11 @@ def _family_update_body(only):
 
     def family_update(code, st, b, so, x, i, xo, hp, ho, dim, sign, scratch):
         """Add (``sign = 1``) or remove (``sign = -1``) point ``i`` from block ``b``'s statistics."""
-        if (_LR and code == LINEAR_REGRESSION):
+        if _LR and code == LINEAR_REGRESSION:
             return _lr_update(st, b, so, x, i, xo, hp, ho, dim, sign, scratch)
-        if (_COUNTS and code >= GAMMA_POISSON):
+        if _COUNTS and code >= GAMMA_POISSON:
             return _counts_update(code, st, b, so, x, i, xo, hp, ho, dim, sign)
-        if (_DIAG and code == DIAG_NORMAL):
+        if _DIAG and code == DIAG_NORMAL:
             st[b, so] += sign
             c_sum = np.uint64(so + 1)
             c_sq = np.uint64(so + 1 + dim)
@@ -350,7 +348,7 @@ def _family_update_body(only):
                 st[b, c_sum + d] += sign * v
                 st[b, c_sq + d] += sign * v * v
             _diag_refresh(st, b, so, hp, ho, dim)
-        elif (_NIW and code == NIW):
+        elif _NIW and code == NIW:
             kappa0 = hp[ho + dim]
             if sign > 0:
                 cache = so + 1 + dim + dim * dim + 2
@@ -374,12 +372,12 @@ def _family_update_body(only):
                     scratch[d] = (x[i, xo + d] - (kappa0 * hp[ho + d] + st[b, so + 1 + d]) / r) * f
                 _chol_rank_one(st, b, so + 1 + dim, dim, scratch, -1.0)
             _niw_refresh(st, b, so, hp, ho, dim)
-        elif (_BB and code == BETA_BERNOULLI):
+        elif _BB and code == BETA_BERNOULLI:
             st[b, so] += sign
             for d in range(dim):
                 st[b, so + 1 + d] += sign * x[i, xo + d]
             _bb_refresh(st, b, so, hp, ho, dim)
-        elif (_NETWORK and code == NETWORK):
+        elif _NETWORK and code == NETWORK:
             st[b, so] += sign
         else:  # GRAPH: edges inside change by the number of i's neighbours in the block
             if sign > 0:
@@ -401,11 +399,11 @@ def _family_log_preds_body(only):
         One call per point and family, with the family's branch outside the loop over blocks: the
         cost per candidate block is then only the arithmetic.
         """
-        if (_LR and code == LINEAR_REGRESSION):
+        if _LR and code == LINEAR_REGRESSION:
             return _lr_log_preds(st, blocks, n_blocks, so, x, i, xo, dim, scratch, out)
-        if (_COUNTS and code >= GAMMA_POISSON):
+        if _COUNTS and code >= GAMMA_POISSON:
             return _counts_log_preds(code, st, blocks, n_blocks, so, x, i, xo, hp, ho, dim, out)
-        if (_DIAG and code == DIAG_NORMAL):
+        if _DIAG and code == DIAG_NORMAL:
             d_end = np.uint64(dim)
             x0 = np.uint64(xo)
             c_mean = np.uint64(so + 1 + 2 * dim)
@@ -417,7 +415,7 @@ def _family_log_preds_body(only):
                     e = x[i, x0 + d] - st[b, c_mean + d]
                     lp -= e * e * st[b, c_hprec + d]
                 out[j] += lp
-        elif (_NIW and code == NIW):
+        elif _NIW and code == NIW:
             base = so + 1 + dim
             cache = base + dim * dim + 2
             for j in range(n_blocks):
@@ -432,11 +430,11 @@ def _family_log_preds_body(only):
                     q += w * w
                 # log rather than log1p: equal to rounding in absolute terms, and cheaper
                 out[j] += st[b, base + dim * dim + 1] - st[b, cache + 2 * dim + 1] * math.log(1.0 + q * st[b, cache + 2 * dim])
-        elif (_GRAPH and code == GRAPH):
+        elif _GRAPH and code == GRAPH:
             for j in range(n_blocks):
                 if st[blocks[j], so + 2 + i] > 0.5:
                     out[j] = -np.inf
-        elif (_NETWORK and code == NETWORK):
+        elif _NETWORK and code == NETWORK:
             return
         else:
             for j in range(n_blocks):
@@ -459,12 +457,12 @@ def _family_log_marginal_body(only):
         m = st[b, so]
         if m < 0.5:
             return 0.0
-        if (_LR and code == LINEAR_REGRESSION):
+        if _LR and code == LINEAR_REGRESSION:
             return _lr_log_marginal(st, b, so, hp, ho, dim)
-        if (_COUNTS and code >= GAMMA_POISSON):
+        if _COUNTS and code >= GAMMA_POISSON:
             return _counts_log_marginal(code, st, b, so, hp, ho, dim)
         out = 0.0
-        if (_DIAG and code == DIAG_NORMAL):
+        if _DIAG and code == DIAG_NORMAL:
             for d in range(dim):
                 mu0 = hp[ho + d]
                 t2 = hp[ho + dim + d]
@@ -474,7 +472,7 @@ def _family_log_marginal_body(only):
                 out += -0.5 * m * (LOG_2PI + math.log(s2)) - 0.5 * math.log1p(m * t2 / s2)
                 out -= 0.5 / s2 * (srr - t2 * sr * sr / (s2 + m * t2))
             return out + m * hp[ho + 3 * dim]
-        if (_NIW and code == NIW):
+        if _NIW and code == NIW:
             kappa0 = hp[ho + dim]
             nu0 = hp[ho + dim + 1]
             logdet0 = hp[ho + dim + 2 + dim * dim]
@@ -484,9 +482,9 @@ def _family_log_marginal_body(only):
             for d in range(dim):
                 out += math.lgamma(0.5 * (nu0 + m - d)) - math.lgamma(0.5 * (nu0 - d))
             return out
-        if (_GRAPH and code == GRAPH):
+        if _GRAPH and code == GRAPH:
             return -np.inf if st[b, so + 1] > 0.5 else 0.0
-        if (_NETWORK and code == NETWORK):
+        if _NETWORK and code == NETWORK:
             return 0.0
         for d in range(dim):
             a_ = hp[ho + d]
@@ -822,11 +820,11 @@ def check_pack(pack, owner: str | None = None) -> FamilyPack:
         ok = (x.dtype == np.float64 and x.ndim == 2 and x.flags.c_contiguous and x.shape[0] >= 1
               and hp.dtype == np.float64 and hp.ndim == 1 and int(width) == width)
         f = len(codes)
-        ok = ok and (codes.dtype == codes_dtype(codes) if f else codes.dtype in _CODE_DTYPES_ANY)
-        for a in (codes, dims, data_off, stat_off, hyper_off):
-            ok = ok and a.dtype.kind in "iu" and a.ndim == 1 and len(a) >= f
+        # the kernels compile a pack of codes' dtype for that dtype's family only (int64: every family)
+        ok = ok and codes.ndim == 1 and (codes.dtype in (np.int64, codes_dtype(codes)) if f
+                                         else codes.dtype in _CODE_DTYPES_ANY)
         for a in (dims, data_off, stat_off, hyper_off):
-            ok = ok and a.dtype == np.int64
+            ok = ok and a.dtype == np.int64 and a.ndim == 1 and len(a) >= f
         n, cols = x.shape
         for code, dim, do, so, ho in zip(codes.tolist(), dims.tolist(), data_off.tolist(), stat_off.tolist(),
                                          hyper_off.tolist()):
@@ -970,23 +968,23 @@ def _family_merge_body(only):
             for c in range(stats_width_compiled(code, dim)):
                 st[dst, so + c] = st[src, so + c]
             return
-        if (_LR and code == LINEAR_REGRESSION):
+        if _LR and code == LINEAR_REGRESSION:
             return _lr_merge(st, dst, src, so, hp, ho, dim, work)
-        if (_COUNTS and code >= GAMMA_POISSON):
+        if _COUNTS and code >= GAMMA_POISSON:
             return _counts_merge(code, st, dst, src, so, hp, ho, dim)
-        if (_DIAG and code == DIAG_NORMAL):
+        if _DIAG and code == DIAG_NORMAL:
             st[dst, so] += st[src, so]
             for d in range(2 * dim):
                 st[dst, so + 1 + d] += st[src, so + 1 + d]
             _diag_refresh(st, dst, so, hp, ho, dim)
-        elif (_NIW and code == NIW):
+        elif _NIW and code == NIW:
             _niw_merge(st, dst, src, so, hp, ho, dim, work)
-        elif (_BB and code == BETA_BERNOULLI):
+        elif _BB and code == BETA_BERNOULLI:
             st[dst, so] += st[src, so]
             for d in range(dim):
                 st[dst, so + 1 + d] += st[src, so + 1 + d]
             _bb_refresh(st, dst, so, hp, ho, dim)
-        elif (_NETWORK and code == NETWORK):
+        elif _NETWORK and code == NETWORK:
             st[dst, so] += st[src, so]
         else:  # GRAPH: edges inside the union = inside each + between them (src's members' neighbours in dst)
             between = 0.0
@@ -1009,11 +1007,11 @@ def _family_set_stats_body(only):
         family_init(code, st, b, so, hp, ho, dim)
         if count == 0:
             return
-        if (_LR and code == LINEAR_REGRESSION):  # rank-one updates: O(count p^2)
+        if _LR and code == LINEAR_REGRESSION:  # rank-one updates: O(count p^2)
             for t in range(start, start + count):
                 _lr_update(st, b, so, x, items[t], xo, hp, ho, dim, 1.0, scratch)
             return
-        if (_COUNTS and code >= GAMMA_POISSON):
+        if _COUNTS and code >= GAMMA_POISSON:
             return _counts_set_stats(code, st, b, so, x, items, start, count, xo, hp, ho, dim)
         if (_DIAG and code == DIAG_NORMAL) or (_BB and code == BETA_BERNOULLI):
             x0 = np.uint64(xo)
@@ -1024,10 +1022,10 @@ def _family_set_stats_body(only):
                 for d in range(np.uint64(dim)):
                     v = x[i, x0 + d]
                     st[b, c_sum + d] += v
-                    if (_DIAG and code == DIAG_NORMAL):
+                    if _DIAG and code == DIAG_NORMAL:
                         st[b, c_sq + d] += v * v
             st[b, so] = count
-            if (_DIAG and code == DIAG_NORMAL):
+            if _DIAG and code == DIAG_NORMAL:
                 _diag_refresh(st, b, so, hp, ho, dim)
             else:
                 _bb_refresh(st, b, so, hp, ho, dim)
