@@ -128,26 +128,27 @@ _FAST = {"reassoc", "contract", "arcp", "nsz"}  # no nnan/ninf: -inf is a legiti
 # tests/test_kernel_refcounts.py).
 
 
-# ----------------------------------------------------------------------------- compile only the families used
+# ----------------------------------------------------------------------------- compile only the family used
 #
-# A pack of one family carries it in the dtype of ``codes`` (:data:`CODE_DTYPES`, set by
-# :meth:`FamilyPack.build`). The family dispatch functions below (family_init, family_update, ...)
-# are written once with a flag per family; inside compiled code they are numba overloads that
-# read the family from the type of ``code`` and return the function with the other families'
-# flags False, whose branches numba prunes before typing. Every kernel that takes ``codes`` is
-# then compiled (and cached) per family, containing that family's code only: compiling all seven
-# into every kernel made the first run of the Gibbs workflow 3x slower (benchmarks/README.md).
-# Packs of several families (and NETWORK, and calls from Python) use int64 codes: all families.
+# A pack of DIAG_NORMAL alone (NormalNormal: the most used family) carries it in the dtype of
+# ``codes`` (uint8, :data:`CODE_DTYPES`, set by :meth:`FamilyPack.build`). The family dispatch
+# functions below (family_init, family_update, ...) are written once with a flag per family; inside
+# compiled code they are numba overloads that read the family from the type of ``code`` and return
+# the function with the other families' flags False, whose branches numba prunes before typing. Every
+# kernel that takes ``codes`` is then compiled (and cached) for that pack with DIAG_NORMAL's code only:
+# with all seven families in every kernel the first run of the Gibbs workflow compiled 2.2x longer
+# (benchmarks/README.md). Other packs use int64 codes: every family, dispatched at run time. Giving
+# every family a dtype of its own was measured too: it multiplied the kernels the test suite compiles
+# (each sampler is tested with most families), and a fresh clone's test run by more than 1.5x.
 ALL_FAMILIES = -1
-CODE_DTYPES = {DIAG_NORMAL: np.uint8, NIW: np.uint16, BETA_BERNOULLI: np.int8, GRAPH: np.int16,
-               GAMMA_POISSON: np.int32, DIRICHLET_CATEGORICAL: np.uint32, LINEAR_REGRESSION: np.uint64}
+CODE_DTYPES = {DIAG_NORMAL: np.uint8}
 _CODE_DTYPES_ANY = {np.dtype(dt) for dt in CODE_DTYPES.values()} | {np.dtype(np.int64)}
 
 
 def codes_dtype(codes) -> type:
-    """The dtype of a pack's ``codes``: its family's (:data:`CODE_DTYPES`) if it has exactly one, int64
-    otherwise (several families, NETWORK); for no family (the prior alone: nothing to compile) the
-    cheapest, DIAG_NORMAL's."""
+    """The dtype of a pack's ``codes``: its family's (:data:`CODE_DTYPES`) if it has exactly one that has a
+    dtype of its own, int64 otherwise; for no family (the prior alone: nothing to compile) the cheapest,
+    DIAG_NORMAL's."""
     codes = [int(c) for c in codes]
     if not codes:
         return CODE_DTYPES[DIAG_NORMAL]
