@@ -187,10 +187,12 @@ def test_one_family_codes_compile_that_family_and_give_the_all_family_values():
 def test_a_one_family_pack_compiles_no_other_family(tmp_path):
     """The point of the codes' dtypes: with an empty numba cache, the pack functions of a DIAG_NORMAL pack
     compile none of the other families' helpers (all seven families were compiled into every kernel)."""
+    import json  # noqa: PLC0415
     import subprocess  # noqa: PLC0415
     import sys  # noqa: PLC0415
 
     script = """
+import json
 import numpy as np
 from pymc_partitions.families import kernels as K
 y = np.random.default_rng(0).normal(size=(12, 2))
@@ -204,11 +206,11 @@ K.pack_merge(p.codes, p.dims, p.stat_off, p.hyper_off, p.hyper, st, 1, 0, np.ara
 K.pack_log_marginal(p.codes, p.dims, p.stat_off, p.hyper_off, p.hyper, st, 1)
 compiled = {name: len(getattr(K, name).signatures) for name in
             ["_diag_refresh", "_niw_refresh", "_bb_refresh", "_lr_update", "_lr_refresh", "_counts_update", "_niw_merge"]}
-print(compiled)
+print(json.dumps(compiled))
 """
     env = dict(__import__("os").environ, NUMBA_CACHE_DIR=str(tmp_path))
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
-    compiled = eval(done.stdout.strip().splitlines()[-1])  # noqa: S307 - our own script's dict of ints
+    compiled = json.loads(done.stdout.strip().splitlines()[-1])
     assert compiled.pop("_diag_refresh") >= 1
     assert compiled == dict.fromkeys(compiled, 0)

@@ -543,7 +543,7 @@ def test_finite_dirichlet_auxiliaries_cost_one_likelihood_evaluation_each():
     setup_chain(step, 0)
     calls = [0]
     for name in ("_item_ll", "_rows_ll", "_cluster_logp"):
-        typed = getattr(step.nc, name)  # (a _TypedCall: the checking function and its unchecking copy)
+        typed = getattr(step.nc, name)  # (a TypedCall: the checking function and its unchecking copy)
         for which in ("fn", "trusted"):
             compiled = getattr(typed, which)
 
@@ -561,7 +561,7 @@ def test_finite_dirichlet_auxiliaries_cost_one_likelihood_evaluation_each():
 
 
 def test_compiled_calls_skip_the_type_checks_only_for_arguments_of_the_right_types():
-    """The step's compiled log-likelihoods (_TypedCall) call PyTensor's unchecking copy when every argument is an
+    """The step's compiled log-likelihoods (TypedCall) call PyTensor's unchecking copy when every argument is an
     ndarray of its input's dtype, dimensions and static shape, and the checking function otherwise: a list, an
     int32 label array or a float32 slot array gives the same numbers through the checks."""
     model, _ = _finite_model(20, 3)

@@ -34,10 +34,14 @@ Family codes and layouts (``D`` = data dimension):
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 from typing import NamedTuple
 
 import numba
 import numpy as np
+from numba.core import types as numba_types
+from numba.extending import overload
+from numba.np.numpy_support import from_dtype
 from scipy.special import gammaln
 
 from .. import _checks
@@ -143,6 +147,7 @@ _FAST = {"reassoc", "contract", "arcp", "nsz"}  # no nnan/ninf: -inf is a legiti
 ALL_FAMILIES = -1
 CODE_DTYPES = {DIAG_NORMAL: np.uint8}
 _CODE_DTYPES_ANY = {np.dtype(dt) for dt in CODE_DTYPES.values()} | {np.dtype(np.int64)}
+_FAMILY_OF_CODE_TYPE = {from_dtype(np.dtype(dt)): code for code, dt in CODE_DTYPES.items()}
 
 
 def codes_dtype(codes) -> type:
@@ -1503,20 +1508,12 @@ def _check_linear_regression(summary, hp, n, dim):
 
 def _code_family(code_type) -> int:
     """The family a numba type of ``code`` stands for (:data:`CODE_DTYPES`), else ALL_FAMILIES."""
-    from numba.core import types  # noqa: PLC0415
-    from numba.np.numpy_support import from_dtype  # noqa: PLC0415
-
-    by_type = {from_dtype(np.dtype(dt)): code for code, dt in CODE_DTYPES.items()}
-    return by_type.get(types.unliteral(code_type), ALL_FAMILIES)
+    return _FAMILY_OF_CODE_TYPE.get(numba_types.unliteral(code_type), ALL_FAMILIES)
 
 
 def _dispatch(body, **options):
     """The public form of a family dispatch function: from Python, the all-families compiled function;
     inside compiled code, an overload compiled for the family of ``code``'s type only."""
-    from functools import lru_cache  # noqa: PLC0415
-
-    from numba.extending import overload  # noqa: PLC0415
-
     bodies = lru_cache(maxsize=None)(body)
     compiled = numba.njit(cache=True, **options)(bodies(ALL_FAMILIES))
 

@@ -69,6 +69,7 @@ from ..samplers.slot_split_merge import informed_split_merge, slot_split_merge, 
 from .compat import BlockedStep, ChainSetupMixin, Competence, ancestors
 from .distributions import CollapsedLikelihoodRV, constant_value, is_partition
 from .terms import PartitionTerms, _resolve_rv
+from .typed_call import TypedCall
 
 __all__ = ["NonConjugateModel", "NonConjugateGibbs", "nonconjugate_likelihoods", "sizes_with_count", "slot_variables"]
 
@@ -311,7 +312,7 @@ class NonConjugateModel:
             if t.ndim == 0:
                 raise ValueError(f"{obs.name!r}: its log-likelihood is not elementwise over items")
             item = item + (t.sum(axis=tuple(range(1, t.ndim))) if t.ndim > 1 else t)
-        self._item_ll = _TypedCall(pm.pytensorf.compile(self.value_vars, item, on_unused_input="ignore"))
+        self._item_ll = TypedCall(pm.pytensorf.compile(self.value_vars, item, on_unused_input="ignore"))
         # every item under its own slot values (one row per item, labels := arange(n)): the auxiliaries in one
         # evaluation even with fewer slots than items (FiniteDirichlet), if the labels' dtypes hold n - 1
         top = n - 1
@@ -320,7 +321,7 @@ class NonConjugateModel:
             rows = [pt.tensor(dtype=v.dtype, shape=(None,) + tuple(v.type.shape[1:]), name=f"{v.name}_rows")
                     for v in self.slot_values]
             per_row = clone_replace(item, replace=dict(zip(self.slot_values, rows)), rebuild_strict=False)
-            self._rows_ll = _TypedCall(pm.pytensorf.compile(self.value_vars + rows, per_row, on_unused_input="ignore"))
+            self._rows_ll = TypedCall(pm.pytensorf.compile(self.value_vars + rows, per_row, on_unused_input="ignore"))
         base = 0
         for t in model.logp(vars=self.slot_rvs, sum=False, jacobian=True):
             base = base + (t.sum(axis=tuple(range(1, t.ndim))) if t.ndim > 1 else t)
@@ -329,7 +330,7 @@ class NonConjugateModel:
         # evaluation of the slot updates
         labels = model.rvs_to_values[rv]
         cluster = pt.inc_subtensor(pt.zeros(S)[labels], item) + base
-        self._cluster_logp = _TypedCall(pm.pytensorf.compile(self.value_vars, cluster, on_unused_input="ignore"))
+        self._cluster_logp = TypedCall(pm.pytensorf.compile(self.value_vars, cluster, on_unused_input="ignore"))
         self._cluster_graph = cluster
         self._cluster_grad = None  # compiled on first use (cluster_logp_grad)
         self._cluster_derivatives = None  # compiled on first use (cluster_derivatives)
@@ -986,33 +987,6 @@ def _flattener(slots):
                 for a, b, (sh, dt) in zip(widths[:-1], widths[1:], shapes)]
 
     return flat, unflatten
-
-
-class _TypedCall:
-    """A compiled function called without PyTensor's conversion of each argument (``trust_input``; ~6 us per
-    argument) when every argument already has its input's type -- an ndarray of its dtype, dimensions and
-    static shape, as the sampler's arrays have -- and through the checking function otherwise: the same
-    result either way. ``trusted`` is the unchecking copy itself (it shares the shared variables: pm.set_data
-    reaches it), for loops that pass the arguments of a checked call again."""
-
-    def __init__(self, fn):
-        self.fn = fn
-        self.trusted = fn.copy()
-        self.trusted.trust_input = True
-        self.types = [(np.dtype(i.variable.type.dtype), i.variable.type.ndim,
-                       [(axis, size) for axis, size in enumerate(i.variable.type.shape) if size is not None])
-                      for i in fn.maker.inputs if not i.implicit]
-
-    def __call__(self, *args):
-        if len(args) != len(self.types):
-            return self.fn(*args)
-        for a, (dtype, ndim, static) in zip(args, self.types):
-            if type(a) is not np.ndarray or a.dtype != dtype or a.ndim != ndim:
-                return self.fn(*args)
-            for axis, size in static:
-                if a.shape[axis] != size:
-                    return self.fn(*args)
-        return self.trusted(*args)
 
 
 def _first_items(labels, K):
