@@ -22,12 +22,15 @@ and 0.68) keeps its own stamps, as if this module were absent.
 
 import hashlib
 import os
+import re
 
 from numba.core import caching
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
-#: The PyMC layer (model side, results side): its modules without numba are left out of the digest.
+#: The PyMC layer (model side, results side): its modules that do not import numba are left out of the digest.
 _ADAPTER_DIRS = tuple(os.path.join(_PACKAGE_DIR, d) + os.sep for d in ("pymc", "results"))
+#: An import of numba (a module that can define a cached kernel); a mention in a docstring is not one.
+_IMPORTS_NUMBA = re.compile(rb"^[ \t]*(?:import|from)[ \t]+numba\b", re.MULTILINE)
 _digest = None
 
 
@@ -35,8 +38,8 @@ def source_digest():
     """Digest of every package module an njit function can reach.
 
     That is every ``.py`` file except the PyMC layer's modules (``pymc/``, ``results/``) that do not
-    use numba: the layers below never import it (see docs/architecture.md), so editing a PyMC step
-    or plot does not throw away the compiled kernels.
+    import numba (a docstring that names it does not count): the layers below never import them (see
+    docs/architecture.md), so editing a PyMC step or plot does not throw away the compiled kernels.
     """
     global _digest
     if _digest is None:
@@ -52,7 +55,7 @@ def source_digest():
                         text = f.read()
                 except OSError:  # unreadable: numba cannot compile from it either; stamp its absence
                     text = b"numba: unreadable"
-                if path.startswith(_ADAPTER_DIRS) and b"numba" not in text:
+                if path.startswith(_ADAPTER_DIRS) and not _IMPORTS_NUMBA.search(text):
                     continue
                 h.update(os.path.relpath(path, _PACKAGE_DIR).encode() + b"\0")
                 h.update(hashlib.blake2b(text, digest_size=16).digest())

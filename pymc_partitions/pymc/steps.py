@@ -797,9 +797,10 @@ class PriorSlice(ChainSetupMixin, BlockedStep):
         # only the value variables these read, called without re-checking them: each evaluation is a few us,
         # not the ~60 us of a function of every value variable (several evaluations per draw)
         read = set(ancestors([own_logp, *params]))
-        self._inputs = [v.name for v in model.value_vars if v in read]
-        self._fn = TypedCall(model.compile_fn([own_logp, *params], inputs=[v for v in model.value_vars if v in read],
-                                              on_unused_input="ignore", point_fn=False))
+        inputs = [v for v in model.value_vars if v in read]
+        self._inputs = [v.name for v in inputs]
+        self._fn = TypedCall(model.compile_fn([own_logp, *params], inputs=inputs, on_unused_input="ignore",
+                                              point_fn=False))
         self.width = _checks.real("width", width, low=0.0, low_open=True, owner="PriorSlice")
         self.max_steps = _checks.integer("max_steps", max_steps, low=1, owner="PriorSlice")
         self.rng = np.random.default_rng(rng)
