@@ -4,7 +4,7 @@
 
 Three samplers of the same model (``bench_stick_breaking.py``'s Faithful: standardised data, diagonal
 Normal clusters, mu ~ Normal(0, 2) and sigma ~ InverseGamma(3, 1) per coordinate, CRP(alpha), alpha ~
-Gamma(1, 1)), one chain each, CPU time (``time.process_time``) per iteration, tuning included:
+Gamma(1, 1)), 4 chains each, CPU time (``time.process_time``) per iteration, tuning included:
 
 * ``pm.sample``: the plain call (``pmp.NonConjugateGibbs`` on z, mu, sigma; ``pmp.EscobarWest`` on alpha);
 * ``pm.sample``, idle step: the same call with the non-conjugate step replaced by one that returns the
@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
 import time
 from pathlib import Path
@@ -193,7 +194,7 @@ def main(argv=None):
     default_us, default_K = pymc_chains(y, args.draws, tune, chains, idle=False)
     idle_us, _ = pymc_chains(y, args.draws, tune, chains, idle=True)  # (the same fixed costs per call)
     print(f"Old Faithful slot model, n = {len(y)}; {chains} chains x ({tune} + {args.draws}); "
-          f"load average {' '.join(f'{x:.2f}' for x in __import__('os').getloadavg())}")
+          f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print(f"{'sampler':38s} {'us / iteration':>15s} {'K mean':>7s} {'K ESS':>6s} {'K ESS / 1000 draws':>19s}")
     for name, us, K in [("pm.sample (default step, m = 3)", default_us, default_K),
                         ("pm.sample, idle step (PyMC's own)", idle_us, None),
