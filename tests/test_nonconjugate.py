@@ -40,6 +40,9 @@ def drive(model, draws, seed, burn=300, **kwargs):
     """The step alone, driven by hand: (labels per kept draw, mean of item 0's cluster); with
     slot_update='nuts', composed with PyMC's NUTS on the slots (what pm.sample assigns)."""
     step = pmp.NonConjugateGibbs([model["z"]], model=model, **kwargs)
+    # (the default draw is the compiled one, samplers/compiled_slots.py; the Python step for the other updates)
+    assert step.compiled == (kwargs.get("slot_update", "metropolis") == "metropolis"
+                             and not kwargs.get("split_merge") and kwargs.get("compiled", True))
     setup_chain(step, seed)
     if kwargs.get("slot_update") == "nuts":
         nuts = pm.NUTS([model[v.name] for v in step.nc.slot_rvs], model=model)
@@ -82,7 +85,8 @@ class _Compound:
     ("crp", 0, "metropolis", False), ("finite_dirichlet", 0, "metropolis", False), ("pitman_yor", 0, "metropolis", False),
     ("crp", 3, "metropolis", False), ("crp", 0, "slice", False),
     ("pitman_yor", 0, "slice", False), ("finite_dirichlet", 3, "slice", False), ("crp", 0, "metropolis", True),
-    ("crp", 0, "hmc", False), ("finite_dirichlet", 3, "hmc", False), ("pitman_yor", 0, "nuts", False)])
+    ("crp", 0, "hmc", False), ("finite_dirichlet", 3, "hmc", False), ("pitman_yor", 0, "nuts", False),
+    ("crp", 0, "metropolis", "python"), ("finite_dirichlet", 0, "metropolis", "python")])
 def test_step_matches_enumeration(prior_name, split_merge, slot_update, size_scaled):
     """TV at the iid floor (effective draws) against the collapsed NormalNormal's exact posterior;
     with power against the posterior of a base measure three times wider. With and without the
@@ -94,8 +98,9 @@ def test_step_matches_enumeration(prior_name, split_merge, slot_update, size_sca
     prior = PRIORS[prior_name]
     parts, p = exact(prior)
     _, wrong = exact(prior, sigma0=3 * SIGMA0)
+    python = size_scaled == "python"  # (the Python step that the compiled draw replaces by default)
     samples, _ = drive(normal_model(prior), 4000, seed=2, split_merge=split_merge, slot_update=slot_update,
-                       size_scaled=size_scaled)
+                       size_scaled=bool(size_scaled) and not python, compiled=not python)
     k = samples.max(axis=1).astype(float)
     together = (samples[:, 0] == samples[:, 1]).astype(float)
     tv, tol = check_against(parts, p, samples, [k, together], wrong=wrong)
@@ -539,7 +544,7 @@ def test_finite_dirichlet_auxiliaries_cost_one_likelihood_evaluation_each():
     to take n / k evaluations per auxiliary, the work of n slots n / k times over: 34x the CRP's draw
     at n = 2000, k = 5, benchmarks/bench_nonconjugate_finite.py)."""
     model, _ = _finite_model(60, 3)
-    step = pmp.NonConjugateGibbs([model["z"]], model=model, m=3, slot_steps=2)
+    step = pmp.NonConjugateGibbs([model["z"]], model=model, m=3, slot_steps=2, compiled=False)
     setup_chain(step, 0)
     calls = [0]
     for name in ("_item_ll", "_rows_ll", "_cluster_logp"):
@@ -633,3 +638,121 @@ def test_informed_split_merge_is_reproducible_from_the_seed():
     runs = [drive(nig_model(PRIORS["crp"]), 100, seed=2, burn=20, split_merge=2, split_merge_proposal="informed")
             for _ in range(2)]
     assert np.array_equal(runs[0][0], runs[1][0]) and np.array_equal(runs[0][1], runs[1][1])
+
+
+def _student_t_model(y=Y, data=False):
+    """Student-t clusters with a shared free nu (sampled by another step) and, with ``data``, the observed values
+    as pm.Data: both reach the compiled densities through their context."""
+    n = len(y)
+    with pm.Model() as model:
+        nu = pm.Gamma("nu", 4.0, 1.0)
+        z = pmp.Partition("z", pmp.PitmanYor(0.5, 0.3), n=n)
+        mu = pm.Normal("mu", 0.0, SIGMA0, shape=n)
+        sigma = pm.HalfNormal("sigma", 1.0, shape=n)
+        observed = pm.Data("y_data", y) if data else y
+        pm.StudentT("y", nu=nu, mu=mu[z], sigma=sigma[z], observed=observed)
+    return model
+
+
+def _compiled_and_python(model, draws=40, seed=3, **kwargs):
+    """(points of the compiled step, points of the Python step), each driven by hand from the same seed."""
+    runs = []
+    for compiled in (True, False):
+        step = pmp.NonConjugateGibbs([model["z"]], model=model, compiled=compiled, **kwargs)
+        assert step.compiled == compiled
+        setup_chain(step, seed)
+        point, points = model.initial_point(0), []
+        for t in range(draws):
+            if t == draws // 2:
+                step.stop_tuning()
+            point, _ = step.step(point)
+            points.append(point)
+        runs.append(points)
+    return runs
+
+
+@pytest.mark.parametrize("build", [
+    lambda: normal_model(PRIORS["crp"]), lambda: normal_model(PRIORS["finite_dirichlet"]),
+    lambda: nig_model(PRIORS["pitman_yor"]), lambda: _cast_model(lambda z: z.astype("int32")),
+    lambda: _student_t_model(), lambda: _student_t_model(data=True)],
+    ids=["crp", "finite-dirichlet", "nig-hierarchical-base", "int32-cast", "student-t-shared-nu", "pm-data"])
+@pytest.mark.parametrize("m", [1, 3])
+def test_compiled_draw_gives_the_python_steps_chain(build, m):
+    """The compiled draw (samplers/compiled_slots.py, the model's densities through PyTensor's numba backend) draws
+    its random numbers as the Python step does: from one seed both give the same chain, labels and slots, for
+    every prior, a hierarchical base measure, a cast index, a shared free parameter and pm.Data."""
+    model = build()
+    compiled, python = _compiled_and_python(model, m=m)
+    assert len({int(p["z"].max()) for p in python}) > 1  # the chain moves
+    for a, b in zip(compiled, python):
+        np.testing.assert_array_equal(a["z"], b["z"])
+        for name in a:
+            np.testing.assert_allclose(a[name], b[name], rtol=1e-9, atol=1e-12)
+
+
+def test_compiled_draw_reads_pm_data_after_set_data():
+    """pm.set_data reaches the compiled densities (their context reads the shared value every draw): after new
+    observed values the compiled and Python steps still give the same chain, and it differs from the old data's."""
+    model = _student_t_model(data=True)
+    before, _ = _compiled_and_python(model, draws=10, m=2)
+    with model:
+        pm.set_data({"y_data": -Y})
+    compiled, python = _compiled_and_python(model, draws=10, m=2)
+    for a, b in zip(compiled, python):
+        np.testing.assert_array_equal(a["z"], b["z"])
+        np.testing.assert_allclose(a["mu"], b["mu"], rtol=1e-9)
+    assert not np.allclose(compiled[-1]["mu"], before[-1]["mu"])
+
+
+def test_compiled_draw_matches_the_vector_slot_enumeration():
+    """Slots of shape (n, 2) through the compiled draw with m = 1 (one auxiliary per item): the collapsed 2-D
+    DIAG_NORMAL family's exact partition posterior, TV at the iid floor with power against a wider base."""
+    prior = PRIORS["pitman_yor"]
+    y2 = np.stack([Y, np.array([0.3, -0.2, 1.9, 0.1, -0.4, 2.2])], axis=1)
+
+    def exact2(sigma0):
+        pack = FamilyPack.build([(kernels.DIAG_NORMAL, y2, kernels.diag_normal_hyper([0.0, 0.0], [sigma0], [1.0], 2))])
+        return exact_posterior(len(Y), lambda p: log_joint(p, pack, prior.code, prior.kernel_params()))
+
+    with pm.Model() as model:
+        z = pmp.Partition("z", prior, n=len(Y))
+        mu = pm.Normal("mu", 0.0, SIGMA0, shape=(len(Y), 2))
+        pm.Normal("y", mu=mu[z], sigma=1.0, observed=y2)
+    parts, p = exact2(SIGMA0)
+    _, wrong = exact2(3 * SIGMA0)
+    samples, _ = drive(model, 4000, seed=9, m=1)
+    k = samples.max(axis=1).astype(float)
+    together = (samples[:, 0] == samples[:, 2]).astype(float)
+    tv, tol = check_against(parts, p, samples, [k, together], wrong=wrong)
+    assert tv < tol
+
+
+def test_compiled_draw_survives_pickling_and_refuses_a_nan_likelihood_like_the_python_step():
+    """A pickled step (pm.sample's spawned or forkserver workers) finds its compiled densities again where it is
+    unpickled; a likelihood that is NaN at the slots' values stops both paths with the same error."""
+    import cloudpickle
+
+    model = normal_model(PRIORS["crp"])
+    step = pmp.NonConjugateGibbs([model["z"]], model=model)
+    again = cloudpickle.loads(cloudpickle.dumps(step))
+    assert step.compiled and again.compiled
+    assert again._densities.item_rows == step._densities.item_rows  # (the same function: built once per process)
+    points = []
+    for s in (step, again):
+        setup_chain(s, 4)
+        point = model.initial_point(0)
+        for _ in range(5):
+            point, _ = s.step(point)
+        points.append(point)
+    np.testing.assert_array_equal(points[0]["z"], points[1]["z"])
+    np.testing.assert_array_equal(points[0]["mu"], points[1]["mu"])
+    n = len(Y)
+    with pm.Model() as model:
+        z = pmp.Partition("z", pmp.CRP(1.0), n=n)
+        mu = pm.Normal("mu", 200.0, 1.0, shape=n)
+        pm.CustomDist("y", mu[z], logp=lambda v, m: pt.switch(m > 100.0, np.nan, -0.5 * (v - m) ** 2), observed=Y)
+    for compiled in (True, False):
+        step = pmp.NonConjugateGibbs([model["z"]], model=model, compiled=compiled)
+        setup_chain(step, 0)
+        with pytest.raises(ValueError, match="must not hold NaN or \\+inf"):
+            step.step(model.initial_point(0))
