@@ -2,24 +2,26 @@
 """Where a draw of the non-conjugate step goes on Old Faithful, and what a fully compiled draw would cost
 (issue 21: the lever left for the >= 50x target against the stick-breaking NUTS model).
 
-Three samplers of the same model (``bench_stick_breaking.py``'s Faithful: standardised data, diagonal
+Four samplers of the same model (``bench_stick_breaking.py``'s Faithful: standardised data, diagonal
 Normal clusters, mu ~ Normal(0, 2) and sigma ~ InverseGamma(3, 1) per coordinate, CRP(alpha), alpha ~
 Gamma(1, 1)), 4 chains each, CPU time (``time.process_time``) per iteration, tuning included:
 
-* ``pm.sample``: the plain call (``pmp.NonConjugateGibbs`` on z, mu, sigma; ``pmp.EscobarWest`` on alpha);
+* ``pm.sample``: the plain call (``pmp.NonConjugateGibbs`` on z, mu, sigma, since session 41 its compiled draw
+  with m = 1, ``samplers/compiled_slots.py``; ``pmp.EscobarWest`` on alpha), and the same with the Python draw
+  (``compiled=False``, m = 3: the default before);
 * ``pm.sample``, idle step: the same call with the non-conjugate step replaced by one that returns the
   point (what PyMC itself costs per iteration: the compound step, alpha's step, the trace);
-* compiled draw: the same algorithm as the default step (Algorithm 8 with m = 3 auxiliaries, 10 random-walk
+* hand-coded draw: the same algorithm as the step (Algorithm 8 with m = 3 auxiliaries, 10 random-walk
   Metropolis steps of size 0.5 / sqrt(n_b) on every occupied cluster's (mu, log sigma), Escobar-West for
   alpha) written for this one likelihood in a single numba function (not part of the package: the
   model's densities are hand-coded here, where the package compiles them from the user's PyMC graph).
 
-The compiled draw's chains check it: K's mean and ESS per draw should match ``pm.sample``'s (the K
+The hand-coded draw's chains check it: K's mean and ESS per draw should match ``pm.sample``'s (the K
 posterior of the exact reference in benchmarks/README.md: mean 4.57 +- 0.06). Printed: microseconds per
-iteration, the ratio of the default to "PyMC's own + compiled draw" (the ceiling of the cost lever), K's
-mean and bulk ESS over 4 chains; the compiled draw with m = 3 auxiliaries (the default step's) and m = 1.
+iteration, the ratio of the Python draw to "PyMC's own + hand-coded draw" (the ceiling of the cost lever), K's
+mean and bulk ESS over 4 chains; the hand-coded draw with m = 3 auxiliaries and m = 1.
 
-Run: ``python benchmarks/bench_draw_cost.py`` (about two minutes, caches warm; ``--draws`` per chain: ESS of
+Run: ``python benchmarks/bench_draw_cost.py`` (about three minutes, caches warm; ``--draws`` per chain: ESS of
 shorter runs is noisy).
 """
 
@@ -150,7 +152,7 @@ def compiled_chain(y, iterations, seed, m=3):
     return Ks
 
 
-def pymc_chains(y, draws, tune, chains, idle):
+def pymc_chains(y, draws, tune, chains, idle, python_draw=False):
     import pymc as pm  # noqa: PLC0415
 
     import pymc_partitions as pmp  # noqa: PLC0415
@@ -167,7 +169,7 @@ def pymc_chains(y, draws, tune, chains, idle):
         mu = pm.Normal("mu", 0.0, 2.0, shape=(n, 2))
         sigma = sb.sigma_prior("sigma", (n, 2))
         pm.Normal("y", mu=mu[z], sigma=sigma[z], observed=y)
-        step = [Idle([z])] if idle else None
+        step = [Idle([z])] if idle else ([pmp.NonConjugateGibbs([z], compiled=False)] if python_draw else None)
         kwargs = dict(chains=chains, cores=1, progressbar=False, compute_convergence_checks=False, step=step)
         pm.sample(draws=20, tune=20, random_seed=0, **kwargs)  # warm-up: compile, caches
         start = time.process_time()
@@ -192,20 +194,25 @@ def main(argv=None):
         runs = [compiled_chain(y, tune + args.draws, seed, m)[tune:] for seed in range(1, chains + 1)]
         compiled[m] = ((time.process_time() - start) / (chains * (tune + args.draws)) * 1e6, np.array(runs, float))
     default_us, default_K = pymc_chains(y, args.draws, tune, chains, idle=False)
+    python_us, python_K = pymc_chains(y, args.draws, tune, chains, idle=False, python_draw=True)
     idle_us, _ = pymc_chains(y, args.draws, tune, chains, idle=True)  # (the same fixed costs per call)
     print(f"Old Faithful slot model, n = {len(y)}; {chains} chains x ({tune} + {args.draws}); "
           f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    print(f"{'sampler':38s} {'us / iteration':>15s} {'K mean':>7s} {'K ESS':>6s} {'K ESS / 1000 draws':>19s}")
-    for name, us, K in [("pm.sample (default step, m = 3)", default_us, default_K),
+    print(f"{'sampler':42s} {'us / iteration':>15s} {'K mean':>7s} {'K ESS':>6s} {'K ESS / 1000 draws':>19s}")
+    for name, us, K in [("pm.sample (default: compiled draw, m = 1)", default_us, default_K),
+                        ("pm.sample (compiled=False, m = 3)", python_us, python_K),
                         ("pm.sample, idle step (PyMC's own)", idle_us, None),
                         ("compiled draw, m = 3 (hand-coded)", *compiled[3]),
                         ("compiled draw, m = 1 (hand-coded)", *compiled[1])]:
         stats = (f"{K.mean():7.3f} {float(az.ess(K)):6.0f} {float(az.ess(K)) / K.size * 1000:19.1f}"
                  if K is not None else "")
-        print(f"{name:38s} {us:15.1f} {stats}")
+        print(f"{name:42s} {us:15.1f} {stats}")
     for m, (us, _) in compiled.items():
-        print(f"ceiling of the cost lever, m = {m}: {default_us:.0f} / ({idle_us:.0f} + {us:.0f}) = "
-              f"{default_us / (idle_us + us):.2f}x the effective samples per CPU second (at equal mixing per draw)")
+        print(f"ceiling of the cost lever against the Python draw, m = {m}: {python_us:.0f} / ({idle_us:.0f} + "
+              f"{us:.0f}) = {python_us / (idle_us + us):.2f}x the effective samples per CPU second (at equal mixing "
+              f"per draw)")
+    print(f"the package's compiled draw (m = 1) against its Python draw (m = 3): {python_us / default_us:.2f}x less "
+          f"CPU per iteration; the hand-coded draw (m = 1) against it: {(idle_us + compiled[1][0]) / default_us:.2f}x")
 
 
 if __name__ == "__main__":
