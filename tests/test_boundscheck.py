@@ -51,6 +51,7 @@ FILES = [
     "test_set_statistics.py",
     "test_arm_hostile.py",
     "test_algorithm8.py",
+    "test_compiled_slots.py",
     "test_slot_metropolis.py",
     "test_slot_split_merge.py::test_newton_step_is_its_definition_and_refuses_wrong_shapes",
     "test_linear_regression_kernels.py",

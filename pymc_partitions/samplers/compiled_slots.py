@@ -130,6 +130,9 @@ def label_sweep(item_rows, context, table, K, labels, aux, order, uniforms, prio
     ``free_rows`` (S, d): fresh base-measure draws for every slot, whose rows < K the blocks' parameters
     overwrite after the sweep.
 
+    The arguments' shapes and ranges are checked (a ``ValueError``, never an index out of bounds); the table's
+    width ``d`` must be the one ``item_rows`` reads (its caller's job: the function cannot say).
+
     Returns (code, K, opened): ``code`` 0 when done (``labels`` canonical, ``free_rows`` the new slots),
     ``_BAD_DENSITY`` when a log-likelihood was NaN or +inf (the state is then partial); ``opened`` the blocks
     opened with an auxiliary.
@@ -137,8 +140,18 @@ def label_sweep(item_rows, context, table, K, labels, aux, order, uniforms, prio
     n, d = labels.shape[0], table.shape[1]
     m = aux.shape[0]
     cap = table.shape[0]
-    if aux.shape[1] != n or aux.shape[2] != d or free_rows.shape[1] != d or order.shape[0] != uniforms.shape[0]:
-        raise ValueError("label_sweep: aux (m, n, d), free_rows (S, d) and a uniform per visit needed")
+    if (m < 1 or aux.shape[1] != n or aux.shape[2] != d or free_rows.shape[1] != d
+            or order.shape[0] != uniforms.shape[0] or prior_params.shape[0] < 3):
+        raise ValueError("label_sweep: aux (m >= 1, n, d), free_rows (S, d), a uniform per visit and the prior's "
+                         "three parameters needed")
+    if K < 1 or K > cap:
+        raise ValueError("label_sweep: K must lie in [1, rows of the table]")
+    for i in range(n):
+        if labels[i] < 0 or labels[i] >= K:
+            raise ValueError("label_sweep: labels must lie in [0, K)")
+    for t in range(order.shape[0]):
+        if order[t] < 0 or order[t] >= n:
+            raise ValueError("label_sweep: order must hold items in [0, n)")
     index = np.empty(n, np.int64)
     out = np.empty(n)
     L = np.empty((n, cap))
@@ -204,6 +217,8 @@ def label_sweep(item_rows, context, table, K, labels, aux, order, uniforms, prio
     for i in range(n):
         s = slot_of[i]
         if relabel[s] < 0:
+            if K == free_rows.shape[0]:
+                raise ValueError("label_sweep: more blocks than rows of free_rows (slots)")
             relabel[s] = K
             free_rows[K, :] = table[s]
             K += 1
