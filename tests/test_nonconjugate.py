@@ -392,13 +392,15 @@ def test_vector_slots_and_a_hierarchical_base_measure():
         assert not set(z[:8]) & set(z[8:])
 
 
-@pytest.mark.parametrize("slot_update, split_merge", [("metropolis", 0), ("slice", 3)])
-def test_vector_slots_match_the_enumeration(slot_update, split_merge):
+@pytest.mark.parametrize("prior_name, slot_update, split_merge", [("crp", "metropolis", 0), ("crp", "slice", 3),
+                                                                  ("pitman_yor", "metropolis", 0)])
+def test_vector_slots_match_the_enumeration(prior_name, slot_update, split_merge):
     """Slots of shape (n, 2) (Old Faithful's diagonal clusters, bench_stick_breaking.py): a 2-D diagonal
     Normal likelihood of known sd with Normal(0, 2) slot means gives the collapsed 2-D DIAG_NORMAL family's
     exact partition posterior (TV at the iid floor, with power against a three times wider base measure),
-    with either slot update and with the split-merge proposals, which move rows of two numbers."""
-    prior = PRIORS["crp"]
+    with either slot update (Metropolis: the compiled draw, m = 1) and with the split-merge proposals, which
+    move rows of two numbers."""
+    prior = PRIORS[prior_name]
     y2 = np.stack([Y, np.array([0.3, -0.2, 1.9, 0.1, -0.4, 2.2])], axis=1)
 
     def exact2(sigma0):
@@ -702,29 +704,6 @@ def test_compiled_draw_reads_pm_data_after_set_data():
         np.testing.assert_array_equal(a["z"], b["z"])
         np.testing.assert_allclose(a["mu"], b["mu"], rtol=1e-9)
     assert not np.allclose(compiled[-1]["mu"], before[-1]["mu"])
-
-
-def test_compiled_draw_matches_the_vector_slot_enumeration():
-    """Slots of shape (n, 2) through the compiled draw with m = 1 (one auxiliary per item): the collapsed 2-D
-    DIAG_NORMAL family's exact partition posterior, TV at the iid floor with power against a wider base."""
-    prior = PRIORS["pitman_yor"]
-    y2 = np.stack([Y, np.array([0.3, -0.2, 1.9, 0.1, -0.4, 2.2])], axis=1)
-
-    def exact2(sigma0):
-        pack = FamilyPack.build([(kernels.DIAG_NORMAL, y2, kernels.diag_normal_hyper([0.0, 0.0], [sigma0], [1.0], 2))])
-        return exact_posterior(len(Y), lambda p: log_joint(p, pack, prior.code, prior.kernel_params()))
-
-    with pm.Model() as model:
-        z = pmp.Partition("z", prior, n=len(Y))
-        mu = pm.Normal("mu", 0.0, SIGMA0, shape=(len(Y), 2))
-        pm.Normal("y", mu=mu[z], sigma=1.0, observed=y2)
-    parts, p = exact2(SIGMA0)
-    _, wrong = exact2(3 * SIGMA0)
-    samples, _ = drive(model, 4000, seed=9, m=1)
-    k = samples.max(axis=1).astype(float)
-    together = (samples[:, 0] == samples[:, 2]).astype(float)
-    tv, tol = check_against(parts, p, samples, [k, together], wrong=wrong)
-    assert tv < tol
 
 
 def test_compiled_draw_survives_pickling_and_refuses_a_nan_likelihood_like_the_python_step():
