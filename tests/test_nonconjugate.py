@@ -735,3 +735,19 @@ def test_compiled_draw_survives_pickling_and_refuses_a_nan_likelihood_like_the_p
         setup_chain(step, 0)
         with pytest.raises(ValueError, match="must not hold NaN or \\+inf"):
             step.step(model.initial_point(0))
+
+
+def test_slots_the_compiled_draw_cannot_take_fall_back_to_the_python_draw():
+    """A slot variable without a size (a CustomDist built from a dist function): its base measure cannot be
+    evaluated at the occupied slots alone, so the step keeps the Python draw (step.compiled False), and samples."""
+    with pm.Model() as model:
+        z = pmp.Partition("z", pmp.CRP(1.0), n=len(Y))
+        mu = pm.CustomDist("mu", dist=lambda size: pm.Normal.dist(0.0, SIGMA0, size=size), shape=len(Y))
+        pm.Normal("y", mu=mu[z], sigma=1.0, observed=Y)
+    step = pmp.NonConjugateGibbs([model["z"]], model=model)
+    assert not step.compiled and step.m == 3  # (the Python draw's default m)
+    setup_chain(step, 0)
+    point = model.initial_point(0)
+    for _ in range(20):
+        point, _ = step.step(point)
+    assert np.isfinite(point["mu"]).all()

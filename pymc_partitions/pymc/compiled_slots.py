@@ -111,7 +111,7 @@ def _key(outputs):
     return digest.hexdigest()
 
 
-def _wrapper(name, fn, inputs, context_size, d, n_items, index_dtype):
+def _wrapper(name, fn, inputs, context_size, d, n_items):
     """A cfunc calling the numba-compiled ``fn`` with its inputs unpacked: ``name(context, table, r, index, out)``
     for the items (``n_items`` of them) or ``name(context, table, r, out)`` for the base measure."""
     items = n_items is not None
@@ -221,8 +221,8 @@ def _build(nc, item, base, index, rows, slot_shapes):
             or len(f_base.maker.fgraph.inputs) != len(context_vars) + len(rows)):
         return None
     item_rows = _wrapper("item_rows", f_item.vm.jit_fn, context + [("index", None, index.dtype, 0, nc.n)] + table,
-                         context_size, d, nc.n, index.dtype)
-    base_rows = _wrapper("base_rows", f_base.vm.jit_fn, context + table, context_size, d, None, None)
+                         context_size, d, nc.n)
+    base_rows = _wrapper("base_rows", f_base.vm.jit_fn, context + table, context_size, d, None)
     densities = SlotDensities(item_rows, base_rows, [f_item, f_base], [(i, s, size) for i, s, size, _ in context_parts],
                               widths, slot_shapes)
     _check(nc, densities.bound_to(nc.value_names))

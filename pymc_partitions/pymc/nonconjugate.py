@@ -704,6 +704,8 @@ class NonConjugateGibbs(ChainSetupMixin, BlockedStep):
         self.use_compiled = compiled and self.slot_update == "metropolis" and not self.split_merge
         self.m = AUXILIARIES["compiled" if self.use_compiled else "python"] if m is None else m
         self._densities = build_densities(self.nc, self.m) if self.use_compiled else None
+        if m is None and self._densities is None:  # (the compiled draw could not be built: the Python draw's m)
+            self.m = AUXILIARIES["python"]
         if self.split_merge and self.split_merge_proposal == "informed":
             self.nc.cluster_derivatives(self.nc.values(model.initial_point(0)),
                                         *self._initial_labels_and_slots(model))  # compiles; refuses no gradient
@@ -860,9 +862,9 @@ class NonConjugateGibbs(ChainSetupMixin, BlockedStep):
         table = np.empty((K + m + 4, dens.d))
         table[:K] = theta[:K]
         many = nc.draw_many(values, (m + 1) * n)  # (as draw_rows: m sets of n rows, then the free slots' set)
-        if many is None:
+        if many is None:  # (slot variables without a size: the Python draw's sets, n rows each, then S)
             *sets, spare = nc.draw_rows(values, m + 1)
-            many = [np.concatenate([rows[q] for rows in sets + [spare]]) for q in range(len(spare))]
+            many = [np.concatenate([rows[q][:n] for rows in sets] + [spare[q][:S]]) for q in range(len(spare))]
         flat = dens.flatten(many)
         aux = flat[: m * n].reshape(m, n, dens.d)
         free_rows = np.ascontiguousarray(flat[m * n:m * n + S])
