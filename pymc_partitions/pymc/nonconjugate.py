@@ -872,7 +872,7 @@ class NonConjugateGibbs(ChainSetupMixin, BlockedStep):
         uniforms = self.rng.random(n)
         labels = labels.astype(np.int64)  # (canonical: a fresh array the sweep overwrites)
         code, K, opened = label_sweep(dens.item_rows, context, table, K, labels, aux, order, uniforms,
-                                         self.terms.prior_code, prior_params, free_rows)
+                                      self.terms.prior_code, prior_params, free_rows)
         if code != 0:
             raise ValueError("algorithm8_sweep: L and Laux must not hold NaN or +inf (the log-likelihood of an item "
                              "is NaN or +inf at the current values)")
