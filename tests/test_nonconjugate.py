@@ -261,7 +261,9 @@ def test_step_arguments_are_checked():
                          ({"leapfrog": 0}, "leapfrog"), ({"leapfrog": 2.5}, "leapfrog"),
                          ({"leapfrog": True}, "leapfrog"), ({"leapfrog": 10**6}, "leapfrog"),
                          ({"slot_steps": 2.5}, "slot_steps"), ({"slot_steps": "10"}, "slot_steps"),
-                         ({"slot_steps": True}, "slot_steps")]:
+                         ({"slot_steps": True}, "slot_steps"), ({"compiled": "yes"}, "compiled"),
+                         ({"compiled": 1}, "compiled"), ({"compiled": np.nan}, "compiled"),
+                         ({"compiled": None}, "compiled")]:
         with pytest.raises((ValueError, TypeError), match=word):
             pmp.NonConjugateGibbs([z], model=model, **kwargs)
     with pytest.raises(ValueError, match="one partition"):
