@@ -42,18 +42,11 @@ LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
 
 
 @numba.njit
-def _jit_loop(fn, a, b, T):
+def _jit_loop(fn, T, *args):
+    """``T`` calls of the numba-compiled function ``fn(*args)`` in a compiled loop."""
     s = 0.0
     for _ in range(T):
-        s += fn(a, b)[0][0]
-    return s
-
-
-@numba.njit
-def _jit_loop3(fn, a, b, c, T):
-    s = 0.0
-    for _ in range(T):
-        s += fn(a, b, c)[0][0]
+        s += fn(*args)[0][0]
     return s
 
 
@@ -126,7 +119,7 @@ def main():
                                                      **dict(zip(nc.slot_values, rows))}, rebuild_strict=False)
     f = pytensor.function(rows, gathered, mode="NUMBA")
     results.append(("NUMBA in a loop: labels := arange(n), slots := rows",
-                    per_call(lambda c: _jit_loop(f.vm.jit_fn, mu_rows, log_sigma_rows, c), T)))
+                    per_call(lambda c: _jit_loop(f.vm.jit_fn, c, mu_rows, log_sigma_rows), T)))
     index = pt.tensor(dtype=value_labels.dtype, shape=(n,), name="index")
     indexed, _ = nc.graphs_of_rows(index, rows)  # (what the compiled draw's item_rows evaluates)
     h = pytensor.function([index] + rows, indexed, mode="NUMBA")
@@ -134,7 +127,7 @@ def main():
     labels_K = (np.arange(n) % K).astype(value_labels.dtype)
     table_mu, table_sigma = np.ascontiguousarray(mu_rows[:K]), np.ascontiguousarray(log_sigma_rows[:K])
     results.append((f"NUMBA in a loop: labels := index into K = {K} slots",
-                    per_call(lambda c: _jit_loop3(h.vm.jit_fn, labels_K, table_mu, table_sigma, c), T)))
+                    per_call(lambda c: _jit_loop(h.vm.jit_fn, c, labels_K, table_mu, table_sigma), T)))
     gathers = {v.owner.inputs[0].name or str(v.owner.inputs[0]): v for v in ancestors([nc.item_graph])
                if v.owner is not None and isinstance(v.owner.op, _INDEX_OPS)}
     mu_gather = next(v for k, v in gathers.items() if k == "mu")
@@ -147,11 +140,11 @@ def main():
         g = pytensor.function(per_item, free, mode=mode, on_unused_input="ignore")
         assert np.allclose(g(mu_rows, sigma_rows), f(mu_rows, log_sigma_rows))
         results.append((f"NUMBA in a loop: gather-free, {label}",
-                        per_call(lambda c, g=g: _jit_loop(g.vm.jit_fn, mu_rows, sigma_rows, c), T)))
+                        per_call(lambda c, g=g: _jit_loop(g.vm.jit_fn, c, mu_rows, sigma_rows), T)))
     base = clone_replace(nc.base_graph, replace=dict(zip(nc.slot_values, rows)), rebuild_strict=False)
     b = pytensor.function(rows, base, mode="NUMBA")
     results.append(("NUMBA in a loop: base measure at all S slots",
-                    per_call(lambda c: _jit_loop(b.vm.jit_fn, mu_rows, log_sigma_rows, c), T)))
+                    per_call(lambda c: _jit_loop(b.vm.jit_fn, c, mu_rows, log_sigma_rows), T)))
     out = np.empty(n)
     _hand_coded(y, mu_rows, sigma_rows, out)
     assert np.allclose(out, f(mu_rows, log_sigma_rows))

@@ -381,7 +381,7 @@ def test_vector_slots_and_a_hierarchical_base_measure():
     rng = np.random.default_rng(1)
     y = np.r_[rng.normal(-3, 0.5, (8, 2)), rng.normal(3, 0.5, (8, 2))]
     n = len(y)
-    with pm.Model() as model:
+    with pm.Model():
         m0 = pm.Normal("m0", 0.0, 2.0)
         z = pmp.Partition("z", pmp.FiniteDirichlet(1.0, 5), n=n)
         mu = pm.Normal("mu", m0, 3.0, shape=(5, 2))

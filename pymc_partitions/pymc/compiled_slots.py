@@ -42,7 +42,7 @@ from pytensor.graph.replace import clone_replace
 from ..samplers.compiled_slots import BASE_SIGNATURE, ITEM_SIGNATURE, evaluate_base, evaluate_items
 from .compat import ancestors
 
-__all__ = ["SlotDensities", "build"]
+__all__ = ["SlotDensities", "build", "flatten_slots", "unflatten_slots"]
 
 #: graph key -> SlotDensities (or None: could not be built), the most recent ``_KEEP`` models' (a step keeps its
 #: own alive; an entry keeps its shared variables alive, so their ids stay theirs while it is here)
@@ -54,8 +54,7 @@ class SlotDensities:
     """The addresses of ``item_rows`` and ``base_rows`` of one model, and how to pack its values for them.
 
     ``context(values)`` gives the float64 context of a point's value variables (``NonConjugateModel.values``
-    order); ``flatten(slots)`` / ``unflatten(theta, like)`` convert between the slot variables' arrays and the
-    (S, d) table."""
+    order); the tables are :func:`flatten_slots`'."""
 
     def __init__(self, item_rows, base_rows, keep, context_parts, widths, shapes):
         self.item_rows, self.base_rows = item_rows.address, base_rows.address  # (what the kernels call)
@@ -87,16 +86,23 @@ class SlotDensities:
             at += size
         return out
 
-    def flatten(self, slots):
-        S = slots[0].shape[0]
-        return np.ascontiguousarray(np.concatenate([np.asarray(s, np.float64).reshape(S, -1) for s in slots], axis=1))
 
-    def unflatten(self, theta, like):
-        out, at = [], 0
-        for w, s in zip(self.widths, like):
-            out.append(theta[:, at:at + w].reshape(s.shape).astype(s.dtype, copy=False))
-            at += w
-        return out
+def flatten_slots(arrays):
+    """The (r, d) float64 table (C order) of slot arrays of r rows each (the slot variables' values, in order):
+    row j holds slot j's values of every slot variable, flattened."""
+    r = arrays[0].shape[0]
+    return np.ascontiguousarray(np.concatenate([np.asarray(a, np.float64).reshape(r, -1) for a in arrays], axis=1))
+
+
+def unflatten_slots(theta, like):
+    """The slot arrays of a :func:`flatten_slots` table (any number of rows), with the shapes beyond the slot axis
+    and the dtypes of the arrays ``like``."""
+    out, at = [], 0
+    for s in like:
+        width = int(np.prod(s.shape[1:], dtype=np.int64))
+        out.append(theta[:, at:at + width].reshape(theta.shape[:1] + s.shape[1:]).astype(s.dtype, copy=False))
+        at += width
+    return out
 
 
 def _key(outputs):
@@ -236,7 +242,7 @@ def _check(nc, densities):
     context = densities.context(values)
     n, S = nc.n, nc.n_slots
     for rows in nc.draw_rows(values, 2):
-        theta = densities.flatten([r[:n] for r in rows])
+        theta = flatten_slots([r[:n] for r in rows])
         ours = np.empty(n)
         evaluate_items(densities.item_rows, context, theta, n, np.arange(n, dtype=np.int64), ours)
         theirs = nc.rows_loglik(values, rows)
@@ -246,7 +252,7 @@ def _check(nc, densities):
         evaluate_items(densities.item_rows, context, theta, few, labels, ours_few)
         slots = [r[:S].copy() for r in rows]
         theirs_few = nc.item_loglik(values, labels.astype(nc.terms.dtype), slots)
-        flat = densities.flatten(slots)
+        flat = flatten_slots(slots)
         ours_base = np.empty(S)
         evaluate_base(densities.base_rows, context, flat, S, ours_base)
         theirs_base = nc.base_logp(values, slots)

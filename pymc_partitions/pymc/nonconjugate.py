@@ -49,6 +49,7 @@ slots := a fresh draw of G0. No Python runs per item.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -73,7 +74,7 @@ from ..samplers.slot_metropolis import accept_slots, copy_accepted
 from ..samplers.slot_slice import slice_sweep, tuned_width
 from ..samplers.slot_split_merge import informed_split_merge, slot_split_merge, surrogate_pack, within_covariance
 from .compat import BlockedStep, ChainSetupMixin, Competence, ancestors
-from .compiled_slots import build as build_densities
+from .compiled_slots import build as build_densities, flatten_slots, unflatten_slots
 from .distributions import CollapsedLikelihoodRV, constant_value, is_partition
 from .terms import PartitionTerms, _resolve_rv
 from .typed_call import TypedCall
@@ -723,10 +724,9 @@ class NonConjugateGibbs(ChainSetupMixin, BlockedStep):
         reset_chain) stay a function of its seed alone."""
         self.nc.reseed(np.random.default_rng(0))
         values = self.nc.values(model.initial_point(0))
-        flat, _ = _flattener(self.nc.draw(values))
         rows = []
         while sum(len(r) for r in rows) < 400:
-            rows.append(flat(self.nc.draw(values)))
+            rows.append(flatten_slots(self.nc.draw(values)))
         spread = np.concatenate(rows).std(axis=0)
         return np.where(np.isfinite(spread) & (spread > 0), spread, 1.0)
 
@@ -858,14 +858,14 @@ class NonConjugateGibbs(ChainSetupMixin, BlockedStep):
         nc, n, S, m, T = self.nc, self.nc.n, self.nc.n_slots, self.m, self.slot_steps
         dens = self._densities
         context = dens.context(values)
-        theta = dens.flatten(slots)
+        theta = flatten_slots(slots)
         table = np.empty((K + m + 4, dens.d))
         table[:K] = theta[:K]
         many = nc.draw_many(values, (m + 1) * n)  # (as draw_rows: m sets of n rows, then the free slots' set)
         if many is None:  # (slot variables without a size: the Python draw's sets, n rows each, then S)
             *sets, spare = nc.draw_rows(values, m + 1)
             many = [np.concatenate([rows[q][:n] for rows in sets] + [spare[q][:S]]) for q in range(len(spare))]
-        flat = dens.flatten(many)
+        flat = flatten_slots(many)
         aux = flat[: m * n].reshape(m, n, dens.d)
         free_rows = np.ascontiguousarray(flat[m * n:m * n + S])
         order = self.rng.permutation(n)
@@ -886,7 +886,7 @@ class NonConjugateGibbs(ChainSetupMixin, BlockedStep):
         rate = self._adapt_metropolis(accepted, K)
         out = dict(point)
         out[self.terms.value_name] = labels.astype(self.terms.dtype)
-        for name, s in zip(nc.slot_names, dens.unflatten(free_rows, slots)):
+        for name, s in zip(nc.slot_names, unflatten_slots(free_rows, slots)):
             out[name] = s.astype(point[name].dtype, copy=False)
         return out, [{"n_clusters": K, "slot_accept": rate, "slot_scale": self._scale_stat(), "opened": opened,
                       "splits": 0, "merges": 0}]
@@ -944,8 +944,8 @@ class NonConjugateGibbs(ChainSetupMixin, BlockedStep):
         of the occupied slots (cluster b's log density: G0 with its Jacobian plus its items' log-likelihoods);
         returns (slots, mean evaluations per coordinate and sweep, reported as ``slot_accept``)."""
         nc, S, dtype = self.nc, self.nc.n_slots, self.terms.dtype
-        flat, unflatten = _flattener(slots)
-        theta = flat(slots)
+        unflatten = functools.partial(unflatten_slots, like=slots)
+        theta = flatten_slots(slots)
         if self.slice_width is None:  # the base measure's spread per coordinate until tuning measures the moves
             spread = theta[K:].std(axis=0) if S - K >= 2 else np.zeros(theta.shape[1])
             self.slice_width = np.where(np.isfinite(spread) & (spread > 0), spread, 1.0)
@@ -980,8 +980,8 @@ class NonConjugateGibbs(ChainSetupMixin, BlockedStep):
         precision ``fisher``, estimated during tuning by the mean squared gradient per item, E[g^2] = E[-H] under
         the posterior); the step size adapts during tuning to an acceptance of 0.7. Returns (slots, acceptance)."""
         nc, dtype = self.nc, self.terms.dtype
-        flat, unflatten = _flattener(slots)
-        theta = flat(slots)
+        unflatten = functools.partial(unflatten_slots, like=slots)
+        theta = flatten_slots(slots)
         labels = labels.astype(dtype, copy=False)
         sizes = np.bincount(labels, minlength=K)[:K].astype(np.float64)
         full = theta.copy()
@@ -989,7 +989,7 @@ class NonConjugateGibbs(ChainSetupMixin, BlockedStep):
         def logp_grad(rows):
             full[:K] = rows
             lp, grads = nc.cluster_logp_grad(values, labels, unflatten(full))
-            return lp[:K], flat(grads)[:K]
+            return lp[:K], flatten_slots(grads)[:K]
 
         rows = theta[:K]
         current, grad = logp_grad(rows)
@@ -1024,7 +1024,7 @@ class NonConjugateGibbs(ChainSetupMixin, BlockedStep):
         labels and occupied slots (flattened to one row of d numbers per slot); the free slots after
         them are the fresh base-measure draws ``slots`` already holds beyond K."""
         nc, S, dtype = self.nc, self.nc.n_slots, self.terms.dtype
-        flat, unflatten = _flattener(slots)
+        unflatten = functools.partial(unflatten_slots, like=slots)
 
         def loglik(lab, theta):
             return nc.item_loglik(values, lab.astype(dtype), unflatten(theta))
@@ -1032,7 +1032,7 @@ class NonConjugateGibbs(ChainSetupMixin, BlockedStep):
         def base_logp(theta):
             return nc.base_logp(values, unflatten(theta))
 
-        theta = flat(slots)
+        theta = flatten_slots(slots)
         if self.split_merge_proposal == "informed":
             return self._informed_split_merge(values, labels, slots, item_ll, K, theta, unflatten)
         if self.split_scale is None:  # the base measure's spread per coordinate, until tuning measures the blocks'
@@ -1086,23 +1086,6 @@ class NonConjugateGibbs(ChainSetupMixin, BlockedStep):
         for f, s in zip(fresh, unflatten(theta)):
             f[:K] = s[:K]
         return new.astype(dtype), fresh, None, K, splits, merges
-
-
-def _flattener(slots):
-    """(flat, unflatten) for a list of slot arrays (S, ...): flat gives (S, d) floats, one row of d numbers per
-    slot; unflatten maps such a table back to arrays of the slots' shapes and dtypes."""
-    shapes = [(s.shape, s.dtype) for s in slots]
-    S = shapes[0][0][0]
-    widths = np.cumsum([0] + [int(np.prod(sh[1:], dtype=np.int64)) for sh, _ in shapes])
-
-    def flat(arrays):
-        return np.concatenate([a.reshape(S, -1).astype(np.float64) for a in arrays], axis=1)
-
-    def unflatten(theta):
-        return [theta[:, a:b].reshape(sh).astype(dt, copy=False)
-                for a, b, (sh, dt) in zip(widths[:-1], widths[1:], shapes)]
-
-    return flat, unflatten
 
 
 def _first_items(labels, K):
