@@ -636,6 +636,24 @@ def test_informed_split_merge_refuses_a_likelihood_without_gradient():
     pmp.NonConjugateGibbs([z], model=model, split_merge=0, split_merge_proposal="informed")  # (no move: not needed)
 
 
+@pytest.mark.parametrize("proposal", ["random_walk", "informed"])
+def test_slots_freed_by_a_merge_are_drawn_afresh(proposal):
+    """After split-merge moves that merge blocks away, the slots those blocks held are free and must be fresh
+    base-measure draws, not the merged blocks' parameters: no free slot of a draw equals a parameter the
+    blocks held before it (a fresh draw never does)."""
+    model = normal_model(PRIORS["crp"])
+    step = pmp.NonConjugateGibbs([model["z"]], model=model, split_merge=5, split_merge_proposal=proposal)
+    setup_chain(step, 4)
+    point, merged = model.initial_point(0), 0
+    for t in range(600):
+        before = {float(v) for v in np.asarray(point["mu"])[np.unique(point["z"])]}
+        point, stats = step.step(point)
+        K = int(point["z"].max()) + 1
+        merged += stats[0]["merges"] > stats[0]["splits"]
+        assert not before & {float(v) for v in np.asarray(point["mu"])[K:]}, t
+    assert merged > 10  # (draws whose moves merged more blocks than they split)
+
+
 def test_informed_split_merge_is_reproducible_from_the_seed():
     """The same seed gives the same chain on two fresh copies of the model (the base measure's spread,
     which the informed proposal uses, was once estimated from unseeded draws)."""

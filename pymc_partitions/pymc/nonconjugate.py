@@ -835,7 +835,11 @@ class NonConjugateGibbs(ChainSetupMixin, BlockedStep):
         labels = new.astype(dtype)
         splits = merges = 0
         if self.split_merge:
+            swept = K
             labels, slots, item_ll, K, splits, merges = self._split_merge(values, labels, slots, item_ll, K)
+            if K < swept:  # slots K .. swept - 1 held blocks the moves merged away: free now, drawn afresh
+                for s, d in zip(slots, nc.draw(values)):
+                    s[K:swept] = d[K:swept]
         # 3. occupied slots given the labels: per-cluster slice sampling or vectorised random-walk Metropolis
         if self.slot_update == "slice":
             slots, rate = self._slice_slots(values, labels, slots, K)
@@ -1021,8 +1025,9 @@ class NonConjugateGibbs(ChainSetupMixin, BlockedStep):
 
     def _split_merge(self, values, labels, slots, item_ll, K):
         """``split_merge`` moves of :mod:`~pymc_partitions.samplers.slot_split_merge` on the canonical
-        labels and occupied slots (flattened to one row of d numbers per slot); the free slots after
-        them are the fresh base-measure draws ``slots`` already holds beyond K."""
+        labels and occupied slots (flattened to one row of d numbers per slot); the slots after the new K
+        are those of ``slots``: fresh base-measure draws beyond the K given, the given blocks' parameters below it
+        (the caller draws those afresh when the moves merged blocks away)."""
         nc, S, dtype = self.nc, self.nc.n_slots, self.terms.dtype
         unflatten = functools.partial(unflatten_slots, like=slots)
 
