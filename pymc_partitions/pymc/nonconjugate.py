@@ -26,7 +26,8 @@ One draw of :class:`NonConjugateGibbs`, each part leaving that joint law invaria
 2. Relabelling: labels made canonical, the occupied slots permuted with them; the free slots are drawn
    afresh from G0 (their exact conditional).
 2b. Optional split-merge proposals (``split_merge``, :mod:`pymc_partitions.samplers.slot_split_merge`):
-   reversible-jump moves on (partition, occupied slots); the free slots stay the fresh draws of 2.
+   reversible-jump moves on (partition, occupied slots); the free slots stay the fresh draws of 2, and the
+   slots of blocks merged away are drawn afresh.
 3. Occupied slots (``slot_update``; ``"nuts"`` leaves them to PyMC's NUTS step on the slot variables, and
    ``"hmc"`` runs per-cluster HMC, :mod:`pymc_partitions.samplers.slot_hmc`): a random-walk Metropolis proposal for every occupied slot at once on
    the value (unconstrained) scale, accepted per slot with the ratio of G0 (with its Jacobian) times the
