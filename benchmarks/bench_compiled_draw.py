@@ -29,19 +29,7 @@ import bench_stick_breaking as sb  # noqa: E402
 
 
 def model():
-    import pymc as pm  # noqa: PLC0415
-
-    import pymc_partitions as pmp  # noqa: PLC0415
-
-    y, _ = sb.load("faithful")
-    n = len(y)
-    with pm.Model() as m:
-        alpha = pm.Gamma("alpha", 1.0, 1.0)
-        z = pmp.Partition("z", pmp.CRP(alpha), n=n)
-        mu = pm.Normal("mu", 0.0, 2.0, shape=(n, 2))
-        sigma = sb.sigma_prior("sigma", (n, 2))
-        pm.Normal("y", mu=mu[z], sigma=sigma[z], observed=y)
-    return m
+    return sb.slot_model("faithful", sb.load("faithful")[0])
 
 
 def per_step(m_aux, steps=1000):

@@ -162,13 +162,8 @@ def pymc_chains(y, draws, tune, chains, idle, python_draw=False):
             return point, [{"n_clusters": 1, "slot_accept": 0.0, "slot_scale": 0.5, "opened": 0, "splits": 0,
                             "merges": 0}]
 
-    n = len(y)
-    with pm.Model():
-        alpha = pm.Gamma("alpha", 1.0, 1.0)
-        z = pmp.Partition("z", pmp.CRP(alpha), n=n)
-        mu = pm.Normal("mu", 0.0, 2.0, shape=(n, 2))
-        sigma = sb.sigma_prior("sigma", (n, 2))
-        pm.Normal("y", mu=mu[z], sigma=sigma[z], observed=y)
+    with sb.slot_model("faithful", y):
+        z = pm.modelcontext(None)["z"]
         step = [Idle([z])] if idle else ([pmp.NonConjugateGibbs([z], compiled=False)] if python_draw else None)
         kwargs = dict(chains=chains, cores=1, progressbar=False, compute_convergence_checks=False, step=step)
         pm.sample(draws=20, tune=20, random_seed=0, **kwargs)  # warm-up: compile, caches

@@ -74,24 +74,18 @@ def per_call(fn, T):
 
 
 def main():
-    import pymc as pm  # noqa: PLC0415
     import pytensor  # noqa: PLC0415
     import pytensor.tensor as pt  # noqa: PLC0415
     from pytensor.compile.mode import get_mode  # noqa: PLC0415
     from pytensor.graph.replace import clone_replace  # noqa: PLC0415
 
-    import pymc_partitions as pmp  # noqa: PLC0415
     from pymc_partitions.pymc.compat import ancestors  # noqa: PLC0415
     from pymc_partitions.pymc.nonconjugate import _INDEX_OPS, NonConjugateModel  # noqa: PLC0415
 
     y, _ = sb.load("faithful")
     n = len(y)
-    with pm.Model() as model:
-        alpha = pm.Gamma("alpha", 1.0, 1.0)
-        z = pmp.Partition("z", pmp.CRP(alpha), n=n)
-        pm.Normal("mu", 0.0, 2.0, shape=(n, 2))
-        sb.sigma_prior("sigma", (n, 2))
-        pm.Normal("y", mu=model["mu"][z], sigma=model["sigma"][z], observed=y)
+    model = sb.slot_model("faithful", y)
+    z = model["z"]
     nc = NonConjugateModel(model, z)
     rng = np.random.default_rng(0)
     mu_rows, log_sigma_rows = 0.5 * rng.standard_normal((n, 2)), 0.3 * rng.standard_normal((n, 2))

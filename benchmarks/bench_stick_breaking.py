@@ -146,7 +146,9 @@ def posterior(idata, group="posterior"):
     return posterior_dataset(idata, group)
 
 
-def ours(name, y, points, draws, tune, chains, seed, step_kwargs=None, starts="dispersed"):
+def slot_model(name, y):
+    """The package's model of data set ``name`` (standardised ``y``): a CRP partition with one slot of
+    (mu, sigma) per item, Student-t (galaxies) or diagonal Normal (Faithful) clusters; see the module docstring."""
     import pymc as pm
 
     import pymc_partitions as pmp
@@ -162,6 +164,16 @@ def ours(name, y, points, draws, tune, chains, seed, step_kwargs=None, starts="d
             pm.StudentT("y", nu=NU, mu=mu[z], sigma=sigma[z], observed=y)
         else:
             pm.Normal("y", mu=mu[z], sigma=sigma[z], observed=y)
+    return model
+
+
+def ours(name, y, points, draws, tune, chains, seed, step_kwargs=None, starts="dispersed"):
+    import pymc as pm
+
+    import pymc_partitions as pmp
+
+    n = len(y)
+    model = slot_model(name, y)
 
     def run(d, t, c):
         with model:
