@@ -56,14 +56,13 @@ class SlotDensities:
     ``context(values)`` gives the float64 context of a point's value variables (``NonConjugateModel.values``
     order); the tables are :func:`flatten_slots`'."""
 
-    def __init__(self, item_rows, base_rows, keep, context_parts, widths, shapes):
+    def __init__(self, item_rows, base_rows, keep, context_parts, shapes):
         self.item_rows, self.base_rows = item_rows.address, base_rows.address  # (what the kernels call)
         self._keep = [item_rows, base_rows, *keep]  # the cfuncs and the PyTensor functions they call (kept alive)
         self._context_parts = context_parts  # (value variable's name or None, shared variable or None, size)
         self._indices = None  # each part's position in the values (bound_to)
-        self.widths = widths
         self.shapes = shapes  # each slot variable's shape beyond the slot axis
-        self.d = int(sum(widths))
+        self.d = int(sum(np.prod(shape, dtype=np.int64) for shape in shapes))  # a table row's width
         self._size = max(1, sum(size for *_, size in context_parts))
 
     def bound_to(self, value_names):
@@ -230,7 +229,7 @@ def _build(nc, item, base, index, rows, slot_shapes):
                          context_size, d, nc.n)
     base_rows = _wrapper("base_rows", f_base.vm.jit_fn, context + table, context_size, d, None)
     densities = SlotDensities(item_rows, base_rows, [f_item, f_base], [(i, s, size) for i, s, size, _ in context_parts],
-                              widths, slot_shapes)
+                              slot_shapes)
     _check(nc, densities.bound_to(nc.value_names))
     return densities
 
