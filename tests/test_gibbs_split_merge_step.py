@@ -147,3 +147,18 @@ def test_bad_arguments_are_refused():
         with pytest.raises(ValueError, match="one item"):
             pmp.GibbsSplitMerge([one])
         assert pmp.GibbsSplitMerge([one], moves=0).moves == 0
+
+
+def test_every_step_refuses_an_unknown_keyword_and_takes_pymcs_own():
+    """A misspelt argument (``swepps=2``) used to vanish into ``**kwargs``; PyMC's own keywords
+    (``initial_point``, ``compile_kwargs``, passed when pm.sample builds a step) are still taken."""
+    with galaxy_model() as model:
+        z, alpha = model["z"], model["alpha"]
+        for cls, target in [(pmp.CollapsedGibbs, z), (pmp.PGSM, z), (pmp.SAMS, z), (pmp.SplitMerge, z),
+                            (pmp.GibbsSplitMerge, z), (pmp.SubClusterSplitMerge, z), (pmp.ARM, z),
+                            (pmp.EscobarWest, alpha), (pmp.PriorSlice, alpha)]:
+            with pytest.raises(TypeError, match=rf"{cls.__name__} got unexpected keyword argument\(s\) \['swepps'\]"):
+                cls([target], swepps=2)
+            cls([target], initial_point=model.initial_point(0), compile_kwargs=None)
+        idata = pm.sample(draws=5, tune=5, chains=1, random_seed=1, gibbs_split_merge={"sweeps": 2}, **QUIET)
+    assert posterior_dataset(idata)["z"].shape[-1] == 40

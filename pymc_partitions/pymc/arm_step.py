@@ -22,6 +22,7 @@ from pymc.step_methods.arraystep import PopulationArrayStepShared
 from .. import _checks
 from .._numeric import draw_seed
 from ..samplers.arm import MODES, ARMKernel, ReferencePool, alternating_roles
+from .compat import step_keywords
 from .steps import _check_moves, _PartitionStep
 
 __all__ = ["ARM"]
@@ -125,6 +126,7 @@ class ARM(_PartitionStep, PopulationArrayStepShared):
 
     def __init__(self, vars=None, model=None, mode="alternating", moves=1, pool_draws=50, synthetic=0.25,
                  synthetic_scans=5, focus=1.0, rng=None, blocked=None, **kwargs):
+        step_keywords(type(self).__name__, kwargs)
         _PartitionStep.__init__(self, vars, model, rng)
         self.mode = _checks.choice("mode", mode, MODES, owner="ARM")
         self.moves = _check_moves("ARM", moves)

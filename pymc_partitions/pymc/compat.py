@@ -197,6 +197,18 @@ RNG_PROTOCOL: str = "setup_chain" if hasattr(BlockedStep, "setup_chain") else "s
 _DataTree = getattr(xr, "DataTree", None)  # xarray >= 2024.10
 
 
+#: The keywords PyMC passes to a step class it instantiates itself (``instantiate_steppers``, PyMC 5 and 6).
+PYMC_STEP_KEYWORDS = frozenset({"initial_point", "compile_kwargs"})
+
+
+def step_keywords(owner: str, kwargs: dict) -> None:
+    """Refuse keywords a step's ``__init__`` took in ``**kwargs`` that are not PyMC's own (a misspelt
+    argument, ``slot_step=0``, would otherwise be dropped without a word)."""
+    unknown = sorted(set(kwargs) - PYMC_STEP_KEYWORDS)
+    if unknown:
+        raise TypeError(f"{owner} got unexpected keyword argument(s) {unknown}")
+
+
 # ---------------------------------------------------------------------------------------
 # Step-method RNG protocol
 # ---------------------------------------------------------------------------------------

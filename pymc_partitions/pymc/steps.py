@@ -26,7 +26,7 @@ from ..samplers.sams import SAMSKernel
 from ..samplers.subclusters import GibbsSubClusterKernel
 from ..samplers.subclusters import _run as gibbs_subcluster_run
 from ..samplers.tuning import sweeps_for
-from .compat import STEP_METHODS, BlockedStep, ChainSetupMixin, Competence, ancestors
+from .compat import STEP_METHODS, BlockedStep, ChainSetupMixin, Competence, ancestors, step_keywords
 from .distributions import constant_value, is_partition, prior_parameter_model
 from .nonconjugate import NonConjugateGibbs
 from .terms import PartitionTerms, _resolve_rv
@@ -110,6 +110,7 @@ class CollapsedGibbs(_PartitionStep):
     stats_dtypes_shapes = {"n_clusters": (np.int64, []), "log_joint": (np.float64, [])}
 
     def __init__(self, vars=None, model=None, sweeps=1, rng=None, blocked=None, **kwargs):
+        step_keywords(type(self).__name__, kwargs)
         self.sweeps = _checks.integer("sweeps", sweeps, low=1, owner="CollapsedGibbs")
         super().__init__(vars, model, rng)
         self._compile_now(pm.modelcontext(model), kwargs.get("initial_point"))
@@ -214,6 +215,7 @@ class PGSM(_PartitionStep):
     def __init__(self, vars=None, model=None, num_particles=20, resample_threshold=0.5, num_anchors=2,
                  anchor_proposal="uniform", annealed=True, moves=1, adapt_iterations=None, threshold=0.01, rng=None,
                  blocked=None, **kwargs):
+        step_keywords(type(self).__name__, kwargs)
         super().__init__(vars, model, rng)
         self._need_two_items()
         self.moves = _check_moves("PGSM", moves)
@@ -298,6 +300,7 @@ class SAMS(_PartitionStep):
                            "sams_proposed_splits": (np.int64, []), "sams_log_ratio": (np.float64, [])}
 
     def __init__(self, vars=None, model=None, moves=1, rng=None, blocked=None, **kwargs):
+        step_keywords(type(self).__name__, kwargs)
         super().__init__(vars, model, rng)
         self._need_two_items()
         self.moves = _check_moves("SAMS", moves)
@@ -349,6 +352,7 @@ class SplitMerge(_PartitionStep):
                            "sm_proposed_splits": (np.int64, []), "sm_log_ratio": (np.float64, [])}
 
     def __init__(self, vars=None, model=None, intermediate_scans=5, moves=1, rng=None, blocked=None, **kwargs):
+        step_keywords(type(self).__name__, kwargs)
         super().__init__(vars, model, rng)
         self.intermediate_scans = _checks.integer("intermediate_scans", intermediate_scans, low=0,
                                                   owner="SplitMerge")
@@ -434,6 +438,7 @@ class GibbsSplitMerge(_PartitionStep):
 
     def __init__(self, vars=None, model=None, moves=None, sweeps="auto", intermediate_scans=2, rng=None, blocked=None,
                  **kwargs):
+        step_keywords(type(self).__name__, kwargs)
         super().__init__(vars, model, rng)
         n = self.terms.n
         self.moves = default_moves(n) if moves is None else _checks.integer("moves", moves, low=0,
@@ -565,6 +570,7 @@ class SubClusterSplitMerge(GibbsSplitMerge):
 
     def __init__(self, vars=None, model=None, moves=None, sweeps="auto", intermediate_scans=2, scans=1, rng=None,
                  blocked=None, **kwargs):
+        step_keywords(type(self).__name__, kwargs)
         self.scans = _checks.integer("scans", scans, low=0, high=1000, owner="SubClusterSplitMerge")
         super().__init__(vars, model, moves=moves, sweeps=sweeps, intermediate_scans=intermediate_scans, rng=rng,
                          blocked=blocked, **kwargs)
@@ -698,6 +704,7 @@ class EscobarWest(ChainSetupMixin, BlockedStep):
     stats_dtypes_shapes = {"alpha": (np.float64, []), "log_alpha": (np.float64, [])}
 
     def __init__(self, vars=None, model=None, rng=None, blocked=None, **kwargs):
+        step_keywords(type(self).__name__, kwargs)
         model = pm.modelcontext(model)
         vars = list(vars) if isinstance(vars, (list, tuple)) else [vars]
         if len(vars) != 1:
@@ -779,6 +786,7 @@ class PriorSlice(ChainSetupMixin, BlockedStep):
     stats_dtypes_shapes = {"value": (np.float64, []), "n_evals": (np.int64, [])}
 
     def __init__(self, vars=None, model=None, width=1.0, max_steps=50, rng=None, blocked=None, **kwargs):
+        step_keywords(type(self).__name__, kwargs)
         model = pm.modelcontext(model)
         vars = list(vars) if isinstance(vars, (list, tuple)) else [vars]
         if len(vars) != 1:
