@@ -74,7 +74,7 @@ from ..samplers.slot_hmc import MAX_LEAPFROG, hmc_sweep
 from ..samplers.slot_metropolis import accept_slots, copy_accepted
 from ..samplers.slot_slice import slice_sweep, tuned_width
 from ..samplers.slot_split_merge import informed_split_merge, slot_split_merge, surrogate_pack, within_covariance
-from .compat import BlockedStep, ChainSetupMixin, Competence, ancestors
+from .compat import BlockedStep, ChainSetupMixin, Competence, ancestors, step_keywords
 from .compiled_slots import build as build_densities, flatten_slots, unflatten_slots
 from .distributions import CollapsedLikelihoodRV, constant_value, is_partition
 from .terms import PartitionTerms, _resolve_rv
@@ -106,6 +106,8 @@ SLOT_UPDATE = "metropolis"
 #: 1.4-5x the density ESS per CPU second on Galaxies and Old Faithful; one slice sweep or HMC transition
 #: beats two.
 SLOT_STEPS = {"metropolis": 10, "slice": 1, "hmc": 1, "nuts": 0}
+#: Cap on ``slot_steps`` (each is an evaluation of every item's log-likelihood per draw, or several).
+MAX_SLOT_STEPS = 10_000
 #: Leapfrog steps per HMC transition of the occupied slots (``leapfrog``) by default, and the cap.
 LEAPFROG = 5
 
@@ -189,6 +191,10 @@ def slot_variables(model, partition) -> list:
 def _static_first(var):
     shape = var.type.shape
     return None if not shape else shape[0]
+
+
+def _close(a, b):
+    return a.shape == b.shape and bool(np.all((a == b) | np.isclose(a, b, rtol=1e-9, atol=1e-12, equal_nan=True)))
 
 
 class NonConjugateModel:
@@ -351,6 +357,7 @@ class NonConjugateModel:
         self._cluster_grad = None  # compiled on first use (cluster_logp_grad)
         self._cluster_derivatives = None  # compiled on first use (cluster_derivatives)
         self._check_base_iid(model)
+        self._check_read_slot_by_slot(model)
         # fresh draws of every slot from the base measure, given the other variables' values, on the value scale
         slot_set = set(self.slot_rvs)
         others = [v for v in model.free_RVs if v not in slot_set]
@@ -417,6 +424,44 @@ class NonConjugateModel:
                              "slots: the distribution of slot j may depend on other slot variables' slot j only "
                              "(e.g. pm.Normal('mu', 0, 3 * sigma, shape=n)), not on other slots or on the "
                              "slot's position")
+
+    def _check_read_slot_by_slot(self, model):
+        """Item i's likelihood must read the slot its label names and no other, the same way for every slot: the
+        steps keep block b's parameter in slot b and draw the free slots afresh. Catches ``mu[::-1][z]``,
+        ``mu[perm][z]``, ``pt.sort(mu)[z]``, ``pt.cumsum(mu)[z]``, ``(mu - mu.mean())[z]``, which are accepted by
+        the graph walk but read other slots. Also refuses a slot variable with no density beside its own value
+        (``pm.DiracDelta``): every move of the slots would be refused."""
+        S, n = self.n_slots, self.n
+        vals = self.values(model.initial_point(0))
+        here = [np.asarray(vals[self.value_names.index(name)]) for name in self.slot_names]
+        same = [np.repeat(h[:1], S, axis=0) for h in here]
+        lp = self.base_logp(vals, same)
+        for q, v in enumerate(self.slot_rvs):
+            nudged = [x.copy() for x in same]
+            nudged[q][S - 1] += 0.25
+            if np.isfinite(lp[S - 1]) and not np.isfinite(self.base_logp(vals, nudged)[S - 1]):
+                raise ValueError(f"the slot variable {v.name!r} has no density beside its own value (a point mass such "
+                                 "as pm.DiracDelta, or a bounded distribution without its transform): NonConjugateGibbs "
+                                 "moves the slots by proposals, which would all be refused; use a constant (e.g. "
+                                 "pt.ones(n)) for a parameter that does not vary")
+        rng = np.random.default_rng(0)
+        moved = [(x + rng.uniform(0.2, 0.6, size=x.shape)).astype(x.dtype) for x in same]  # every slot different
+        reference = self.item_loglik(vals, np.zeros(n, self.terms.dtype), same)
+        for slot in sorted({0, min(n, S) - 1}):  # (the first and the last label a block can take)
+            labels = np.full(n, slot, self.terms.dtype)
+            alone = [x.copy() for x in same]
+            for a, b in zip(alone, moved):
+                a[slot] = b[slot]  # this slot as in `moved`, the others as in `same`
+            if not (_close(self.item_loglik(vals, labels, same), reference)  # every slot read the same way
+                    and _close(self.item_loglik(vals, labels, alone), self.item_loglik(vals, labels, moved))):
+                # (the items labelled `slot` read that slot only: the other slots' values do not matter)
+                names = [o.name for o in self.likelihoods]
+                raise ValueError(f"the likelihood(s) {names} do not read each item's parameters from the slot its "
+                                 f"label names, the same way for every slot: write slot[{self.terms.name}] with slot "
+                                 "the slot variable itself (or an elementwise function of slot variables); "
+                                 f"reordered or combined slots such as mu[::-1][{self.terms.name}], "
+                                 f"pt.sort(mu)[{self.terms.name}] or (mu - mu.mean())[{self.terms.name}] read other "
+                                 "slots, which the step draws afresh")
 
     def graphs_of_rows(self, index, rows):
         """(item, base): every item's log-likelihood with the labels := ``index`` and the slot variables' values
@@ -531,9 +576,10 @@ class NonConjugateModel:
     def draw_rows(self, values, sets=1):
         """``sets`` independent sets of fresh values of all slots from the base measure, each one row per item at
         least (value scale; a multiple of the S slots when not drawn at once): a list of ``sets`` lists, one
-        array per slot variable. Drawn in one call when the slot variables allow it."""
+        array per slot variable (at least S rows too: the last set gives the free slots, and S > n under
+        FiniteDirichlet(alpha, k) with k > n). Drawn in one call when the slot variables allow it."""
         whole = -(-self.n // self.n_slots)  # draws of S rows covering the n items (rows_loglik's fallback takes S)
-        rows = self.n if self._rows_ok else whole * self.n_slots
+        rows = max(self.n, self.n_slots) if self._rows_ok else whole * self.n_slots  # (n items, S free slots)
         if self._draw_many is not None:
             many = self.draw_many(values, sets * rows)
             return [[d[j * rows:(j + 1) * rows] for d in many] for j in range(sets)]
@@ -589,7 +635,8 @@ class NonConjugateGibbs(ChainSetupMixin, BlockedStep):
         draw (``compiled``) and 3 otherwise (``AUXILIARIES``, measured).
     slot_steps : int, optional
         Updates of the occupied slots per draw (Metropolis steps, slice sweeps over every coordinate, or HMC
-        transitions); by default ``SLOT_STEPS[slot_update]``: 10 Metropolis steps, 1 slice sweep, 1 HMC transition.
+        transitions; at most ``MAX_SLOT_STEPS``, 10000); by default ``SLOT_STEPS[slot_update]``: 10 Metropolis steps,
+        1 slice sweep, 1 HMC transition.
     scale : float, default 0.5
         Initial random-walk step (value scale), or initial HMC step (``"hmc"``, in units of the mass).
     slot_update : {"metropolis", "slice", "hmc", "nuts"}, default "metropolis"
@@ -662,6 +709,7 @@ class NonConjugateGibbs(ChainSetupMixin, BlockedStep):
     def __init__(self, vars=None, model=None, m=None, slot_steps=None, scale=0.5, split_merge=SPLIT_MERGE_MOVES,
                  slot_update=SLOT_UPDATE, size_scaled=True, leapfrog=LEAPFROG, split_merge_proposal=SPLIT_MERGE_PROPOSAL,
                  compiled=True, rng=None, blocked=None, **kwargs):
+        step_keywords(type(self).__name__, kwargs)
         model = pm.modelcontext(model)
         if vars is None:
             vars = [v for v in model.free_RVs if is_partition(v)]
@@ -674,7 +722,8 @@ class NonConjugateGibbs(ChainSetupMixin, BlockedStep):
         compiled = _checks.boolean("compiled", compiled, owner="NonConjugateGibbs")
         self.slot_update = _checks.choice("slot_update", slot_update, SLOT_UPDATES, owner="NonConjugateGibbs")
         self.slot_steps = (SLOT_STEPS[self.slot_update] if slot_steps is None
-                           else _checks.integer("slot_steps", slot_steps, low=0, owner="NonConjugateGibbs"))
+                           else _checks.integer("slot_steps", slot_steps, low=0, high=MAX_SLOT_STEPS,
+                                                owner="NonConjugateGibbs"))
         self.size_scaled = _checks.boolean("size_scaled", size_scaled, owner="NonConjugateGibbs")
         self.leapfrog = _checks.integer("leapfrog", leapfrog, low=1, high=MAX_LEAPFROG, owner="NonConjugateGibbs")
         self.split_merge = _checks.integer("split_merge", split_merge, low=0, high=MAX_SPLIT_MERGE_MOVES,
@@ -784,6 +833,34 @@ class NonConjugateGibbs(ChainSetupMixin, BlockedStep):
         return Laux, draws, spare
 
     def step(self, point):
+        try:
+            return self._step(point)
+        except ValueError as error:
+            if "no option has positive probability" in str(error):
+                raise ValueError(self._bad_items(point, impossible=True)) from error
+            if "must not hold NaN" in str(error):
+                raise ValueError(self._bad_items(point, impossible=False)) from error
+            raise
+
+    def _bad_items(self, point, impossible):
+        """The error of a label sweep in which an item could go nowhere (``impossible``: log-likelihood -inf
+        everywhere) or had a NaN or +inf log-likelihood: which items, and the likely cause."""
+        nc = self.nc
+        labels = self.terms.labels(point)
+        slots = [np.asarray(point[name]) for name in nc.slot_names]
+        ll = nc.item_loglik(nc.values(point), labels, slots)
+        names = [o.name for o in nc.likelihoods]
+        if impossible:
+            items = np.flatnonzero(~(ll > -np.inf))
+            return (f"NonConjugateGibbs: an item's log-likelihood ({names}) is -inf under every block's parameters and "
+                    f"its auxiliaries (items {items[:10].tolist()} at the current point): an observed value outside the "
+                    "likelihood's support, or slot values it cannot reach?")
+        items = np.flatnonzero(~(ll < np.inf))  # (NaN or +inf)
+        return (f"NonConjugateGibbs: an item's log-likelihood ({names}) is NaN or +inf (at the current point: items "
+                f"{items[:10].tolist()}; an empty list: under an auxiliary parameter): NaN in the observed values or in "
+                "data the likelihood reads (pm.Data set by pm.set_data?), or a density that overflows")
+
+    def _step(self, point):
         nc, n, S = self.nc, self.nc.n, self.nc.n_slots
         given = self.terms.labels(point)
         labels = canonicalize(given)
@@ -866,13 +943,14 @@ class NonConjugateGibbs(ChainSetupMixin, BlockedStep):
         theta = flatten_slots(slots)
         table = np.empty((K + m + 4, dens.d))
         table[:K] = theta[:K]
-        many = nc.draw_many(values, (m + 1) * n)  # (as draw_rows: m sets of n rows, then the free slots' set)
-        if many is None:  # (slot variables without a size: the Python draw's sets, n rows each, then S)
+        rows = max(n, S)  # (as draw_rows: m sets of max(n, S) rows, then the free slots' set)
+        many = nc.draw_many(values, (m + 1) * rows)
+        if many is None:  # (slot variables without a size: the Python draw's sets)
             *sets, spare = nc.draw_rows(values, m + 1)
-            many = [np.concatenate([rows[q][:n] for rows in sets] + [spare[q][:S]]) for q in range(len(spare))]
+            many = [np.concatenate([r[q][:rows] for r in sets] + [spare[q][:rows]]) for q in range(len(spare))]
         flat = flatten_slots(many)
-        aux = flat[: m * n].reshape(m, n, dens.d)
-        free_rows = np.ascontiguousarray(flat[m * n:m * n + S])
+        aux = np.ascontiguousarray(flat[: m * rows].reshape(m, rows, dens.d)[:, :n])  # (a view when S <= n)
+        free_rows = np.ascontiguousarray(flat[m * rows:m * rows + S])
         order = self.rng.permutation(n)
         uniforms = self.rng.random(n)
         labels = labels.astype(np.int64)  # (canonical: a fresh array the sweep overwrites)
@@ -884,8 +962,8 @@ class NonConjugateGibbs(ChainSetupMixin, BlockedStep):
         step = np.full(K, self.scale)
         if self.size_scaled:
             step = self.scale / np.sqrt(np.bincount(labels, minlength=K)[:K].astype(np.float64))
-        moves = np.concatenate([self.rng.standard_normal((T, K) + shape).reshape(T, K, -1) for shape in dens.shapes],
-                               axis=2)
+        moves = np.concatenate([self.rng.standard_normal((T, K) + shape).reshape(T, K, math.prod(shape))
+                                for shape in dens.shapes], axis=2)  # (T = 0 too: slot_steps=0)
         log_u = np.log(self.rng.random((T, K)))
         accepted = slot_metropolis(dens.item_rows, dens.base_rows, context, free_rows, K, labels, step, moves, log_u)
         rate = self._adapt_metropolis(accepted, K)
