@@ -193,7 +193,7 @@ def test_compute_log_likelihood_with_other_observed_variables_and_random_hyperpa
     with model:
         back = pm.compute_log_likelihood(idata, progressbar=False)  # extends in place, as PyMC does
     assert back is idata and "log_likelihood" in group_names(idata)
-    with pytest.raises(ValueError, match="not collapsed likelihoods"):
+    with pytest.raises(ValueError, match="not likelihoods of the model.s partitions"):
         pmp.pointwise_log_likelihood(idata, model, var_names=["w"])
 
 
@@ -204,7 +204,7 @@ def test_pointwise_log_likelihood_refuses_bad_arguments_and_partition_only_model
     draws = new_result({"posterior": xr.Dataset({"z": (("chain", "draw", "item"), np.zeros((1, 3, N), int))})})
     with pytest.raises(TypeError, match="pm.sample"):
         pmp.pointwise_log_likelihood({"posterior": None}, model)
-    with pytest.raises(ValueError, match="not collapsed likelihoods"):
+    with pytest.raises(ValueError, match="not likelihoods of the model.s partitions"):
         pmp.pointwise_log_likelihood(draws, model, var_names=["z"])
     with model, pytest.raises(NotImplementedError, match="sample_dims"):
         pm.compute_log_likelihood(draws, sample_dims=("draw",), progressbar=False)

@@ -402,6 +402,13 @@ def test_hostile_models_are_refused():
     step = pmp.NonConjugateGibbs([elementwise["z"]], model=elementwise)
     assert [v.name for v in step.nc.slot_rvs] == ["mu", "log_s"]
 
+    for improper in (lambda: pm.Flat("mu", shape=n), lambda: pm.HalfFlat("mu", shape=n),
+                     lambda: pm.CustomDist("mu", logp=lambda v: -0.5 * v**2, shape=n)):
+        def cannot_draw(improper=improper):  # (PyMC's "Cannot sample from flat variable" and an Apply node dump)
+            z = pmp.Partition("z", pmp.CRP(1.0), n=n)
+            pm.Normal("y", improper()[z], 1.0, observed=Y)
+        _refused(cannot_draw, r"base measure of the slot variables \['mu'\] cannot be drawn from")
+
     def point_mass_slot():  # every Metropolis proposal moved it off its point: no slot ever moved
         z = pmp.Partition("z", pmp.CRP(1.0), n=n)
         mu = pm.Normal("mu", 0, 1, shape=n)

@@ -594,6 +594,9 @@ def test_compute_log_likelihood_of_two_likelihoods_conditions_on_the_items_other
         assert abs(get(slot, elpd) - get(ref, elpd)) < 0.5 * get(ref, "se"), name
     only = pmp.pointwise_log_likelihood(idata, model, var_names=["y2"])
     assert set(only.data_vars) == {"y2"}
+    with pytest.raises(ValueError, match=r"\['nope'\] are not likelihoods of the model's partitions \(those are "
+                                         r"\['y1', 'y2'\]\)"):  # (it listed the collapsed ones only: [])
+        pmp.pointwise_log_likelihood(idata, model, var_names=["nope"])
     for bad in ("yes", 1, None):
         with pytest.raises(TypeError, match="joint"):
             pmp.pointwise_log_likelihood(idata, model, joint=bad)

@@ -390,7 +390,13 @@ class NonConjugateModel:
         point = model.initial_point(0)
         vals = self.values(point)
         labels_at = self.value_names.index(self.terms.value_name)
-        slots = [np.asarray(x).copy() for x in self.draw(vals)]
+        try:
+            slots = [np.asarray(x).copy() for x in self.draw(vals)]
+        except NotImplementedError as error:  # (pm.Flat, pm.HalfFlat, a CustomDist without random)
+            raise ValueError(f"the base measure of the slot variables {[v.name for v in self.slot_rvs]} cannot be "
+                             "drawn from: NonConjugateGibbs draws the free slots and the auxiliaries from it, so every "
+                             "slot variable needs a proper distribution with random draws (not pm.Flat / pm.HalfFlat; "
+                             f"a CustomDist needs its random function) ({error})") from error
         z0 = np.zeros(n, vals[labels_at].dtype)
         a = self.item_loglik(vals, z0, slots)
         if a.shape != (n,):

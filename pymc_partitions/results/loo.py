@@ -137,8 +137,9 @@ def _loo_terms(labels, items, prior_code, prior_params, codes, dims, data_off, s
     return joint, given, norm
 
 
-def _collapsed(model, var_names, owner):
-    """The collapsed likelihoods of ``model`` named in ``var_names`` (all by default)."""
+def _collapsed(model, var_names, owner, others=()):
+    """The collapsed likelihoods of ``model`` named in ``var_names`` (all by default); ``others``, the names of
+    its other likelihoods (non-conjugate ones), for the error."""
     collapsed = [rv for rv in model.observed_RVs if isinstance(rv.owner.op, CollapsedLikelihoodRV)]
     if var_names is None:
         return collapsed
@@ -147,7 +148,8 @@ def _collapsed(model, var_names, owner):
     names = {rv.name: rv for rv in collapsed}
     unknown = [v for v in var_names if v not in names]
     if unknown:
-        raise ValueError(f"{owner}: {unknown} are not collapsed likelihoods of the model ({sorted(names)})")
+        raise ValueError(f"{owner}: {unknown} are not likelihoods of the model's partitions (those are "
+                         f"{sorted(names) + sorted(others)})")
     return [names[v] for v in var_names]
 
 
@@ -290,7 +292,8 @@ def pointwise_log_likelihood(result, model=None, *, var_names=None, base_draws=N
     if names is not None:
         taken = {v for found in slotted.values() for v in found}
         names = [v for v in names if v not in taken]
-    chosen = _collapsed(model, names, owner) if names is None or names else []
+    every_slotted = [v for found in _slot_likelihoods(model, None).values() for v in found]
+    chosen = _collapsed(model, names, owner, others=every_slotted) if names is None or names else []
     if slotted:
         from .slot_predictive import DEFAULT_BASE_DRAWS  # noqa: PLC0415
 
