@@ -10,6 +10,11 @@ from numba.extending import intrinsic
 from . import _checks
 
 
+class NoPositiveOption(ValueError):
+    """A draw in which every option has probability 0 (every log weight -inf): the current state may have
+    probability 0 -- for a step over a user's likelihood, an observed value outside its support. A ValueError."""
+
+
 @intrinsic
 def runtime_int(typingctx, x):
     """``x`` as an int64 that numba does not treat as a constant, inside compiled code.
@@ -47,7 +52,7 @@ def relative_weights(logw, count, out):
         for j in range(count):
             if logw[j] != logw[j]:
                 raise ValueError("a log weight is NaN or +inf: non-finite statistics or parameters")
-        raise ValueError("no option has positive probability (every log weight is -inf): the current state "
+        raise NoPositiveOption("no option has positive probability (every log weight is -inf): the current state "
                          "may have probability 0")
     total = 0.0
     for j in range(count):
@@ -142,7 +147,7 @@ def inverse_cdf(p, count, u):
     while j >= 0 and not p[j] > 0.0:
         j -= 1
     if j < 0:
-        raise ValueError("no option has positive probability")
+        raise NoPositiveOption("no option has positive probability")
     return j
 
 

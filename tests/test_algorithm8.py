@@ -11,7 +11,7 @@ from pymc_partitions.families import kernels
 from pymc_partitions.families.kernels import FamilyPack
 from pymc_partitions.partition import canonicalize
 from pymc_partitions.priors import CRP, FiniteDirichlet, PitmanYor
-from pymc_partitions.samplers.algorithm8 import algorithm8_sweep
+from pymc_partitions.samplers.algorithm8 import NonFiniteLogLikelihood, algorithm8_sweep
 from pymc_partitions.samplers.gibbs import log_joint
 
 Y = np.array([-2.1, -1.6, -1.9, 1.8, 2.3, 0.4])
@@ -132,6 +132,8 @@ def test_algorithm8_grows_its_table_and_refuses_bad_input():
     for change, word in bad:
         with pytest.raises((ValueError, TypeError), match=word):
             algorithm8_sweep(**{**good, **change})
+    with pytest.raises(NonFiniteLogLikelihood):  # (the type NonConjugateGibbs turns into an error naming the items)
+        algorithm8_sweep(**{**good, "Laux": np.full((n, 2), np.inf)})
     with pytest.raises(ValueError, match="open_block"):
         algorithm8_sweep(**{**good, "uniforms": np.full(n, 0.999), "prior_params": CRP(50.0).kernel_params(),
                             "open_block": lambda i, j, s: np.zeros(n + 1)})

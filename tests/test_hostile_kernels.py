@@ -13,7 +13,7 @@ import math
 import numpy as np
 import pytest
 
-from pymc_partitions._numeric import draw_log_weights, inverse_cdf, relative_weights
+from pymc_partitions._numeric import NoPositiveOption, draw_log_weights, inverse_cdf, relative_weights
 from pymc_partitions.colouring import colouring_target, greedy_colouring, is_proper
 from pymc_partitions.coupling.draws import draw_maximal, probabilities
 from pymc_partitions.coupling.split_merge import GibbsPGSM, pgsm_settings
@@ -160,7 +160,7 @@ def test_draws_refuse_nan_and_plus_inf_log_weights():
 
 
 def test_no_possible_option_raises_instead_of_reading_index_minus_one():
-    with pytest.raises(ValueError, match="no option has positive probability"):
+    with pytest.raises(NoPositiveOption, match="no option has positive probability"):  # (a ValueError)
         draw_log_weights(np.full(3, -np.inf), 3, 0.5)
     with pytest.raises(ValueError, match="no option has positive probability"):
         probabilities(np.full(3, -np.inf), 3, np.empty(3))

@@ -68,7 +68,8 @@ from pytensor.tensor.elemwise import Elemwise
 
 from .. import _checks
 from ..partition import canonicalize
-from ..samplers.algorithm8 import trusted_sweep
+from .._numeric import NoPositiveOption
+from ..samplers.algorithm8 import NonFiniteLogLikelihood, trusted_sweep
 from ..samplers.compiled_slots import label_sweep, slot_metropolis
 from ..samplers.slot_hmc import MAX_LEAPFROG, hmc_sweep
 from ..samplers.slot_metropolis import accept_slots, copy_accepted
@@ -414,7 +415,9 @@ class NonConjugateModel:
         """The slots' joint density must be a product of one base measure over slots: with every slot
         holding the same values every slot's log density is the same (identical), and changing the last
         slot changes no other slot's (independent). Catches slot distributions whose parameters vary
-        along the slot axis through other slot variables (``3 * sigma[::-1]``, ``sigma.mean()``)."""
+        along the slot axis through other slot variables (``3 * sigma[::-1]``, ``sigma.mean()``). Also refuses
+        a slot variable with no density beside its own value (``pm.DiracDelta``): every move of the slots would
+        be refused."""
         S = self.n_slots
         vals = self.values(model.initial_point(0))
         here = [np.asarray(vals[self.value_names.index(name)]) for name in self.slot_names]
@@ -430,18 +433,6 @@ class NonConjugateModel:
                              "slots: the distribution of slot j may depend on other slot variables' slot j only "
                              "(e.g. pm.Normal('mu', 0, 3 * sigma, shape=n)), not on other slots or on the "
                              "slot's position")
-
-    def _check_read_slot_by_slot(self, model):
-        """Item i's likelihood must read the slot its label names and no other, the same way for every slot: the
-        steps keep block b's parameter in slot b and draw the free slots afresh. Catches ``mu[::-1][z]``,
-        ``mu[perm][z]``, ``pt.sort(mu)[z]``, ``pt.cumsum(mu)[z]``, ``(mu - mu.mean())[z]``, which are accepted by
-        the graph walk but read other slots. Also refuses a slot variable with no density beside its own value
-        (``pm.DiracDelta``): every move of the slots would be refused."""
-        S, n = self.n_slots, self.n
-        vals = self.values(model.initial_point(0))
-        here = [np.asarray(vals[self.value_names.index(name)]) for name in self.slot_names]
-        same = [np.repeat(h[:1], S, axis=0) for h in here]
-        lp = self.base_logp(vals, same)
         for q, v in enumerate(self.slot_rvs):
             nudged = [x.copy() for x in same]
             nudged[q][S - 1] += 0.25
@@ -450,6 +441,16 @@ class NonConjugateModel:
                                  "as pm.DiracDelta, or a bounded distribution without its transform): NonConjugateGibbs "
                                  "moves the slots by proposals, which would all be refused; use a constant (e.g. "
                                  "pt.ones(n)) for a parameter that does not vary")
+
+    def _check_read_slot_by_slot(self, model):
+        """Item i's likelihood must read the slot its label names and no other, the same way for every slot: the
+        steps keep block b's parameter in slot b and draw the free slots afresh. Catches ``mu[::-1][z]``,
+        ``mu[perm][z]``, ``pt.sort(mu)[z]``, ``pt.cumsum(mu)[z]``, ``(mu - mu.mean())[z]``, which are accepted by
+        the graph walk but read other slots."""
+        S, n = self.n_slots, self.n
+        vals = self.values(model.initial_point(0))
+        here = [np.asarray(vals[self.value_names.index(name)]) for name in self.slot_names]
+        same = [np.repeat(h[:1], S, axis=0) for h in here]
         rng = np.random.default_rng(0)
         moved = [(x + rng.uniform(0.2, 0.6, size=x.shape)).astype(x.dtype) for x in same]  # every slot different
         reference = self.item_loglik(vals, np.zeros(n, self.terms.dtype), same)
@@ -841,12 +842,10 @@ class NonConjugateGibbs(ChainSetupMixin, BlockedStep):
     def step(self, point):
         try:
             return self._step(point)
-        except ValueError as error:
-            if "no option has positive probability" in str(error):
-                raise ValueError(self._bad_items(point, impossible=True)) from error
-            if "must not hold NaN" in str(error):
-                raise ValueError(self._bad_items(point, impossible=False)) from error
-            raise
+        except NoPositiveOption as error:
+            raise ValueError(self._bad_items(point, impossible=True)) from error
+        except NonFiniteLogLikelihood as error:
+            raise ValueError(self._bad_items(point, impossible=False)) from error
 
     def _bad_items(self, point, impossible):
         """The error of a label sweep in which an item could go nowhere (``impossible``: log-likelihood -inf
@@ -963,8 +962,7 @@ class NonConjugateGibbs(ChainSetupMixin, BlockedStep):
         code, K, opened = label_sweep(dens.item_rows, context, table, K, labels, aux, order, uniforms,
                                       self.terms.prior_code, prior_params, free_rows)
         if code != 0:
-            raise ValueError("algorithm8_sweep: L and Laux must not hold NaN or +inf (the log-likelihood of an item "
-                             "is NaN or +inf at the current values)")
+            raise NonFiniteLogLikelihood("label_sweep: an item's log-likelihood is NaN or +inf")
         step = np.full(K, self.scale)
         if self.size_scaled:
             step = self.scale / np.sqrt(np.bincount(labels, minlength=K)[:K].astype(np.float64))

@@ -40,6 +40,11 @@ __all__ = ["algorithm8_sweep", "trusted_sweep"]
 _DONE, _OPENED, _FULL = 0, 1, 2
 
 
+class NonFiniteLogLikelihood(ValueError):
+    """An item's log-likelihood is NaN or +inf (the likelihood the caller evaluates is not a density there). A
+    ValueError."""
+
+
 @numba.njit(cache=True, error_model="numpy")
 def _visit(t0, order, uniforms, slot_of, sizes, free, n_free, n_blocks, L, Laux, prior_code, prior_params,
            logw, index):
@@ -146,7 +151,7 @@ def trusted_sweep(slot_of, L, Laux, order, uniforms, prior_code, prior_params, o
     +inf (the user's likelihood fills them), and so is every column ``open_block`` returns."""
     owner = "algorithm8_sweep"
     if not ((L < np.inf).all() and (Laux < np.inf).all()):  # (False for NaN too)
-        raise ValueError(f"{owner}: L and Laux must not hold NaN or +inf")
+        raise NonFiniteLogLikelihood(f"{owner}: L and Laux must not hold NaN or +inf")
     n = L.shape[0]
     cap = L.shape[1]
     sizes = np.bincount(slot_of, minlength=cap).astype(np.int64)
@@ -172,7 +177,7 @@ def trusted_sweep(slot_of, L, Laux, order, uniforms, prior_code, prior_params, o
             continue
         column = np.asarray(open_block(int(order[t]), int(aux), int(slot)), dtype=np.float64)
         if column.shape != (n,) or not (column < np.inf).all():
-            raise ValueError(f"{owner}: open_block must return n={n} log-likelihoods without NaN or +inf, got "
+            raise NonFiniteLogLikelihood(f"{owner}: open_block must return n={n} log-likelihoods without NaN or +inf, got "
                              f"shape {column.shape}")
         L[:, slot] = column
         t += 1
