@@ -467,6 +467,19 @@ def test_hostile_models_are_refused():
         pm.Normal("y", pm.math.stack([mu] * n)[z], 1.0, observed=Y)
     _refused(scalar_slot, r"'mu'.*scalar")
 
+    def shared_inside_the_index():  # (the message now says where a shared parameter goes)
+        z = pmp.Partition("z", pmp.CRP(1.0), n=n)
+        mu = pm.Normal("mu", 0, 1, shape=n)
+        shift = pm.Normal("shift", 0, 1)
+        pm.Normal("y", (2 * mu + shift)[z], 1.0, observed=Y)
+    _refused(shared_inside_the_index, r"'shift'.*scalar.*outside the index, e\.g\. \(2 \* mu\)\[z\] \+ shift")
+
+    def labels_inside_the_index():  # it said "'z': discrete slot parameters are not supported"
+        z = pmp.Partition("z", pmp.CRP(1.0), n=n)
+        mu = pm.Normal("mu", 0, 1, shape=n)
+        pm.Normal("y", mu[z][z], 1.0, observed=Y)
+    _refused(labels_inside_the_index, r"'y' uses the partition 'z' other than as the index")
+
 
 def test_vector_slots_and_a_hierarchical_base_measure():
     """Slots of shape (S, 2) with an MvNormal-free diagonal likelihood, and a base measure whose mean
@@ -817,6 +830,22 @@ def test_compiled_draw_reads_pm_data_after_set_data():
         np.testing.assert_array_equal(a["z"], b["z"])
         np.testing.assert_allclose(a["mu"], b["mu"], rtol=1e-9)
     assert not np.allclose(compiled[-1]["mu"], before[-1]["mu"])
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+def test_set_data_that_changes_the_number_of_items_is_refused_naming_the_data(compiled):
+    """The Python draw raised PyTensor's "Input dimension mismatch", the compiled one "changed size"."""
+    model = _student_t_model(data=True)
+    step = pmp.NonConjugateGibbs([model["z"]], model=model, compiled=compiled)
+    setup_chain(step, 1)
+    point, _ = step.step(model.initial_point(0))
+    with model:
+        pm.set_data({"y_data": np.r_[Y, 0.5]})
+    with pytest.raises(ValueError, match=r"pm.set_data changed the shape of 'y_data' from \(6,\) to \(7,\)"):
+        step.step(point)
+    with model:
+        pm.set_data({"y_data": -Y})  # new values of the same shape: sampled
+    step.step(point)
 
 
 def test_compiled_draw_survives_pickling_and_refuses_a_nan_likelihood_like_the_python_step():

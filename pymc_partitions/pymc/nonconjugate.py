@@ -164,7 +164,9 @@ def _walk(model, partition, start):
                 else:
                     casts.update(cast)
             for a in ancestors([node.inputs[0]], blockers=list(model.rvs_to_values)):
-                if _is_rv(model, a):
+                if a is partition:
+                    stray = True  # e.g. mu[z][z]: the labels inside the indexed expression
+                elif _is_rv(model, a):
                     indexed.add(a)
             continue
         stack.extend(node.inputs)
@@ -262,6 +264,20 @@ class NonConjugateModel:
         self.slot_values = [model.rvs_to_values[v] for v in self.slot_rvs]
         self.slot_names = [v.name for v in self.slot_values]
         self._compile(model, rv)
+        observed = [model.rvs_to_values[obs] for obs in self.likelihoods]
+        self._data = [(v, np.shape(v.get_value(borrow=True))) for v in dict.fromkeys(ancestors(self.likelihoods + observed))
+                      if isinstance(v, SharedVariable) and not isinstance(v.type, RandomGeneratorType)]
+
+    def check_data(self):
+        """pm.set_data may change the values of the data the likelihoods read, not their shapes: the partition is of
+        the n items the model was built with."""
+        for v, shape in self._data:
+            now = np.shape(v.get_value(borrow=True))
+            if now != shape:
+                raise ValueError(f"pm.set_data changed the shape of {v.name!r} from {shape} to {now}: the partition "
+                                 f"{self.terms.name!r} is of the n={self.n} items the model was built with, so "
+                                 "pm.set_data may change the data's values but not their shape while sampling (new "
+                                 "items are for pm.sample_posterior_predictive / pmp.predictive_density)")
 
     # ------------------------------------------------------------------ checks
     def _check_slots(self, model, rv):
@@ -271,13 +287,15 @@ class NonConjugateModel:
         for v in self.slot_rvs:
             if v.ndim == 0:
                 raise ValueError(f"{v.name!r} is indexed by the partition {name!r} but is a scalar: give it one slot "
-                                 f"per possible block (shape={S})")
+                                 f"per possible block (shape={S}); a parameter shared by every cluster goes outside "
+                                 f"the index, e.g. (2 * mu)[{name}] + {v.name}, not (2 * mu + {v.name})[{name}]")
             length = _static_first(v)
             if length is None:
                 length = np.shape(point[model.rvs_to_values[v].name])[0]
             if length != S:
                 raise ValueError(f"{v.name!r} is indexed by the partition {name!r}: its first axis must have one slot "
-                                 f"per possible block, {where}; got {length}")
+                                 f"per possible block, {where}; got {length} (a parameter shared by every cluster "
+                                 f"goes outside the index: mu[{name}] + {v.name}, not (mu + {v.name})[{name}])")
             if v.dtype.startswith(("int", "uint", "bool")):
                 raise ValueError(f"{v.name!r}: discrete slot parameters are not supported by NonConjugateGibbs yet")
             if rv in ancestors([v]):
@@ -867,6 +885,7 @@ class NonConjugateGibbs(ChainSetupMixin, BlockedStep):
 
     def _step(self, point):
         nc, n, S = self.nc, self.nc.n, self.nc.n_slots
+        nc.check_data()
         given = self.terms.labels(point)
         labels = canonicalize(given)
         prior_params = np.array([*map(float, self.terms.hyper_values(point)[:2]), self.terms.k], np.float64)
