@@ -53,7 +53,7 @@ def relative_weights(logw, count, out):
             if logw[j] != logw[j]:
                 raise ValueError("a log weight is NaN or +inf: non-finite statistics or parameters")
         raise NoPositiveOption("no option has positive probability (every log weight is -inf): the current state "
-                         "may have probability 0")
+                               "may have probability 0")
     total = 0.0
     for j in range(count):
         d = logw[j] - top

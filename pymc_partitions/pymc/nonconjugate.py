@@ -264,8 +264,8 @@ class NonConjugateModel:
         self.slot_values = [model.rvs_to_values[v] for v in self.slot_rvs]
         self.slot_names = [v.name for v in self.slot_values]
         self._compile(model, rv)
-        observed = [model.rvs_to_values[obs] for obs in self.likelihoods]
-        self._data = [(v, np.shape(v.get_value(borrow=True))) for v in dict.fromkeys(ancestors(self.likelihoods + observed))
+        read = ancestors(self.likelihoods + [model.rvs_to_values[obs] for obs in self.likelihoods])
+        self._data = [(v, np.shape(v.get_value(borrow=True))) for v in dict.fromkeys(read)
                       if isinstance(v, SharedVariable) and not isinstance(v.type, RandomGeneratorType)]
 
     def check_data(self):

@@ -176,8 +176,9 @@ def trusted_sweep(slot_of, L, Laux, order, uniforms, prior_code, prior_params, o
             n_free = cap
             continue
         column = np.asarray(open_block(int(order[t]), int(aux), int(slot)), dtype=np.float64)
-        if column.shape != (n,) or not (column < np.inf).all():
-            raise NonFiniteLogLikelihood(f"{owner}: open_block must return n={n} log-likelihoods without NaN or +inf, got "
-                             f"shape {column.shape}")
+        if column.shape != (n,):
+            raise ValueError(f"{owner}: open_block must return n={n} log-likelihoods, got shape {column.shape}")
+        if not (column < np.inf).all():
+            raise NonFiniteLogLikelihood(f"{owner}: open_block must return log-likelihoods without NaN or +inf")
         L[:, slot] = column
         t += 1
