@@ -287,15 +287,16 @@ class NonConjugateModel:
         for v in self.slot_rvs:
             if v.ndim == 0:
                 raise ValueError(f"{v.name!r} is indexed by the partition {name!r} but is a scalar: give it one slot "
-                                 f"per possible block (shape={S}); a parameter shared by every cluster goes outside "
-                                 f"the index, e.g. (2 * mu)[{name}] + {v.name}, not (2 * mu + {v.name})[{name}]")
+                                 f"per possible block (shape={S}); if it is a parameter shared by every cluster, it "
+                                 f"goes outside the index: slot[{name}] + {v.name}, not (slot + {v.name})[{name}]")
             length = _static_first(v)
             if length is None:
                 length = np.shape(point[model.rvs_to_values[v].name])[0]
             if length != S:
                 raise ValueError(f"{v.name!r} is indexed by the partition {name!r}: its first axis must have one slot "
-                                 f"per possible block, {where}; got {length} (a parameter shared by every cluster "
-                                 f"goes outside the index: mu[{name}] + {v.name}, not (mu + {v.name})[{name}])")
+                                 f"per possible block, {where}; got {length} (if it is a parameter shared by every "
+                                 f"cluster, it goes outside the index: slot[{name}] + {v.name}, not "
+                                 f"(slot + {v.name})[{name}])")
             if v.dtype.startswith(("int", "uint", "bool")):
                 raise ValueError(f"{v.name!r}: discrete slot parameters are not supported by NonConjugateGibbs yet")
             if rv in ancestors([v]):
