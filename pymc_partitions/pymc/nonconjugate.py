@@ -276,8 +276,9 @@ class NonConjugateModel:
             if now != shape:
                 raise ValueError(f"pm.set_data changed the shape of {v.name!r} from {shape} to {now}: the partition "
                                  f"{self.terms.name!r} is of the n={self.n} items the model was built with, so "
-                                 "pm.set_data may change the data's values but not their shape while sampling (new "
-                                 "items are for pm.sample_posterior_predictive / pmp.predictive_density)")
+                                 "pm.set_data may change the data's values but not their shape while sampling (for "
+                                 "new points after sampling, pmp.predictive_density gives the posterior predictive "
+                                 "density)")
 
     # ------------------------------------------------------------------ checks
     def _check_slots(self, model, rv):
