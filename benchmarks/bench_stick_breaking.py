@@ -20,6 +20,8 @@ models:
   likelihood ~ 1/sigma in that coordinate after integrating its mean, so with a prior density positive at
   sigma = 0 the posterior is improper (a sampler that explores well drifts to sigma -> 0: the slice
   update did, K 10-12 and log joint +12000); InverseGamma vanishes faster than any power at 0.
+  ``--faithful-prior variance``: the conventional prior on the variance instead, sigma_b^2 ~
+  InverseGamma(3, 0.5) per coordinate (``sigma = pm.math.sqrt(sigma2)``; run labels get ``+var``).
 * alpha ~ Gamma(1, 1) (the gallery's), a Dirichlet process with concentration alpha.
 
 The package: the slot model of issue 21 (``z = pmp.Partition("z", pmp.CRP(alpha), n=n)``,
@@ -81,16 +83,33 @@ POINTS = {
 MU_SD, SIGMA_SD, NU, TRUNCATION = 2.0, 0.5, 4.0, 30
 #: Faithful's sigma prior, InverseGamma(shape, scale) (see the module docstring: HalfNormal is improper there)
 SIGMA_IG = (3.0, 1.0)
+#: with ``--faithful-prior variance``: the clusters' variance sigma^2 ~ InverseGamma(shape, scale) instead
+VARIANCE_IG = (3.0, 0.5)
+#: "sigma" (sigma ~ InverseGamma(3, 1)) or "variance" (sigma^2 ~ InverseGamma(3, 0.5)); set by ``--faithful-prior``
+FAITHFUL_PRIOR = "sigma"
+
+
+def variance_prior(name):
+    """Whether data set ``name``'s clusters carry the variance prior (``--faithful-prior variance``)."""
+    return name == "faithful" and FAITHFUL_PRIOR == "variance"
 
 
 def sigma_prior(name, shape, dims=None):
-    """The clusters' sigma (inside a model): HalfNormal(0.5) on the galaxies, InverseGamma(3, 1) on Faithful."""
+    """The clusters' sigma (inside a model): HalfNormal(0.5) on the galaxies, InverseGamma(3, 1) on Faithful, or
+    with ``--faithful-prior variance`` the square root of sigma2 ~ InverseGamma(3, 0.5) there."""
     import pymc as pm
 
     kwargs = {"dims": dims} if dims is not None else {"shape": shape}
     if name == "galaxies":
         return pm.HalfNormal("sigma", SIGMA_SD, **kwargs)
+    if variance_prior(name):
+        return pm.math.sqrt(pm.InverseGamma("sigma2", *VARIANCE_IG, **kwargs))
     return pm.InverseGamma("sigma", *SIGMA_IG, **kwargs)
+
+
+def sigma_draws(post):
+    """The recorded clusters' sigma: ``sigma``, or the square root of ``sigma2`` under the variance prior."""
+    return np.sqrt(post["sigma2"].values) if "sigma2" in post else post["sigma"].values
 
 
 def load(name):
@@ -120,6 +139,8 @@ def g0_density(name, points, draws=200_000, seed=12345):
     mu = rng.normal(0.0, MU_SD, shape)
     if name == "galaxies":
         sigma = np.abs(rng.normal(0.0, SIGMA_SD, shape))
+    elif variance_prior(name):
+        sigma = np.sqrt(VARIANCE_IG[1] / rng.gamma(VARIANCE_IG[0], 1.0, shape))
     else:  # InverseGamma(a, b) = b / Gamma(a, 1)
         sigma = SIGMA_IG[1] / rng.gamma(SIGMA_IG[0], 1.0, shape)
     return np.array([np.exp(log_f(name, x, mu, sigma)).mean() for x in points])
@@ -186,7 +207,7 @@ def ours(name, y, points, draws, tune, chains, seed, step_kwargs=None, starts="d
     start = time.process_time()
     post = posterior(idata)
     labels = post["z"].values.astype(np.int64)  # (chain, draw, n)
-    mus, sigmas, alphas = post["mu"].values, post["sigma"].values, post["alpha"].values
+    mus, sigmas, alphas = post["mu"].values, sigma_draws(post), post["alpha"].values
     k = 1 + (np.diff(np.sort(labels, axis=-1), axis=-1) != 0).sum(axis=-1)  # distinct labels
     if not np.array_equal(k, labels.max(axis=-1) + 1):
         print("WARNING: the recorded labels are not canonical (K counted as distinct labels)")
@@ -215,7 +236,7 @@ def initial_partitions(n, chains, starts):
     return [cycle[c % 3] for c in range(chains)]
 
 
-def log_joint(model, post, shape, k, slots=("mu", "sigma")):
+def log_joint(model, post, shape, k, slots=("mu", "sigma", "sigma2")):
     """The log joint density of the partition, alpha, the occupied slots and the data at every draw (no
     Jacobian; the unused slots, fresh base-measure draws each draw, are left out: they are noise)."""
     import pytensor
@@ -283,7 +304,7 @@ def stick_breaking(name, y, points, draws, tune, chains, seed, T=TRUNCATION, tar
     idata, cpu, wall = timed(lambda: run(draws, tune, chains))
     start = time.process_time()
     post = posterior(idata)
-    w_, mu_, sigma_ = post["w"].values, post["mu"].values, post["sigma"].values  # (c, d, T[, 2])
+    w_, mu_, sigma_ = post["w"].values, post["mu"].values, sigma_draws(post)  # (c, d, T[, 2])
     rng = np.random.default_rng(seed)
     C, D = w_.shape[:2]
     k = np.empty((C, D), np.int64)
@@ -351,6 +372,9 @@ def _log_prior_sigma(name, sigma):
     """The clusters' scale prior's log density (up to a constant)."""
     if name == "galaxies":
         return -0.5 * (sigma / SIGMA_SD) ** 2
+    if variance_prior(name):  # sigma^2 ~ InverseGamma(a, b), as a density of sigma
+        a, b = VARIANCE_IG
+        return -(2 * a + 1) * np.log(sigma) - b / sigma ** 2
     a, b = SIGMA_IG
     return -(a + 1) * np.log(sigma) - b / sigma
 
@@ -358,6 +382,8 @@ def _log_prior_sigma(name, sigma):
 def _draw_sigma(name, rng, shape):
     if name == "galaxies":
         return np.abs(rng.normal(0.0, SIGMA_SD, shape))
+    if variance_prior(name):
+        return np.sqrt(VARIANCE_IG[1] / rng.gamma(VARIANCE_IG[0], 1.0, shape))
     return SIGMA_IG[1] / rng.gamma(SIGMA_IG[0], 1.0, shape)
 
 
@@ -622,10 +648,15 @@ def main(argv=None):
     parser.add_argument("--load", default=None,
                         help="comma-separated .npz files written by --save: compared with this invocation's runs as if "
                              "run here (the chains of one run's files with different seeds pooled)")
+    parser.add_argument("--faithful-prior", choices=("sigma", "variance"), default="sigma",
+                        help="Faithful's clusters: sigma ~ InverseGamma(3, 1) per coordinate (the default), or the "
+                             "variance sigma^2 ~ InverseGamma(3, 0.5) (run labels get '+var')")
     parser.add_argument("--prior-k", type=int, default=0, metavar="DRAWS",
                         help="also simulate K's prior under both models (CRP and truncated stick-breaking, "
                              "alpha ~ Gamma(1, 1), each data set's n) with this many draws")
     args = parser.parse_args(argv)
+    global FAITHFUL_PRIOR
+    FAITHFUL_PRIOR = args.faithful_prior
     draws = args.draws or (1000 if args.quick else 2000)
     nuts_draws = args.nuts_draws or (100 if args.quick else 400)
     nuts_tune = args.nuts_tune or (100 if args.quick else 1000)
@@ -647,16 +678,17 @@ def main(argv=None):
             if args.check_gibbs:
                 check_reference(name, y, points, sb, args.gibbs_draws, args.gibbs_burn, args.chains, args.seed)
         runs = dict(loaded.get(name, {}))
+        tag = "+var" if variance_prior(name) else ""
         if "ours" in sides:
             for config in args.configs.split(","):
-                runs[f"ours-{config}"] = ours(name, y, points, draws, args.tune, args.chains, args.seed,
+                runs[f"ours-{config}{tag}"] = ours(name, y, points, draws, args.tune, args.chains, args.seed,
                                               step_kwargs(config), args.starts)
         if "nuts" in sides:
-            label = "nuts" if args.target_accept is None else f"nuts-ta{args.target_accept:g}"
+            label = ("nuts" if args.target_accept is None else f"nuts-ta{args.target_accept:g}") + tag
             runs[label] = stick_breaking(name, y, points, nuts_draws, nuts_tune, nuts_chains, args.seed,
                                          target_accept=args.target_accept)
         if "gibbs" in sides:
-            runs["gibbs"] = blocked_gibbs(name, y, points, args.gibbs_draws, args.gibbs_burn, args.chains,
+            runs["gibbs" + tag] = blocked_gibbs(name, y, points, args.gibbs_draws, args.gibbs_burn, args.chains,
                                           args.seed)
         if args.save:
             os.makedirs(args.save, exist_ok=True)
