@@ -3,6 +3,8 @@ reproduces the exact posterior of a conjugate model written through the non-conj
 (enumeration, every prior kind), the cluster mean's law (KS), pm.sample assigns it, and every
 model it cannot sample is refused with a clear error."""
 
+import warnings
+
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
@@ -846,6 +848,49 @@ def test_set_data_that_changes_the_number_of_items_is_refused_naming_the_data(co
     with model:
         pm.set_data({"y_data": -Y})  # new values of the same shape: sampled
     step.step(point)
+
+
+def test_data_of_another_number_of_items_before_sampling_is_refused_naming_the_data():
+    """pm.set_data between building the model and sampling it: observed data or a covariate of n + 1 items stopped
+    in PyTensor's "Input dimension mismatch", naming neither the data nor the partition's n."""
+    n = len(Y)
+    with pm.Model() as model:
+        y_data = pm.Data("y_data", Y)
+        z = pmp.Partition("z", pmp.CRP(1.0), n=n)
+        mu = pm.Normal("mu", 0.0, 3.0, shape=n)
+        pm.Normal("y", mu[z], 1.0, observed=y_data)
+        pm.set_data({"y_data": np.r_[Y, 0.5]})
+    with pytest.raises(ValueError, match=r"'y': its observed data 'y_data' hold 7 items .* partition 'z' is of n=6"):
+        pmp.NonConjugateGibbs([model["z"]], model=model)
+    with pm.Model() as model:
+        x_data = pm.Data("x_data", np.linspace(-1.0, 1.0, n))
+        z = pmp.Partition("z", pmp.CRP(1.0), n=n)
+        beta = pm.Normal("beta", 0.0, 3.0, shape=n)
+        pm.Normal("y", beta[z] * x_data, 1.0, observed=Y)
+        pm.set_data({"x_data": np.linspace(-1.0, 1.0, n + 1)})
+    with model, pytest.raises(ValueError, match=r"shapes 'x_data' \(7,\) and the partition 'z' is of n=6 items"):
+        pm.sample(draws=5, tune=5, chains=1, progressbar=False, compute_convergence_checks=False)
+
+
+def test_a_partition_no_likelihood_reads_is_warned_of():
+    """``mu`` where ``mu[z]`` was meant: the partition was drawn from its prior without a word. A model of partitions
+    alone (a prior sample) and one whose likelihood reads the partition get no warning."""
+    n = len(Y)
+    quiet = dict(draws=5, tune=5, chains=1, progressbar=False, compute_convergence_checks=False, random_seed=1)
+    with pm.Model():
+        pmp.Partition("z", pmp.CRP(1.0), n=n)
+        mu = pm.Normal("mu", 0.0, 3.0, shape=n)
+        pm.Normal("y", mu, 1.0, observed=Y)
+        with pytest.warns(UserWarning, match=r"the partition 'z' is read by none of the model's likelihoods \['y'\]"):
+            pm.sample(**quiet)
+    for reads in (False, True):
+        with pm.Model():
+            z = pmp.Partition("z", pmp.CRP(1.0), n=n)
+            if reads:
+                pm.Normal("y", pm.Normal("mu", 0.0, 3.0, shape=n)[z], 1.0, observed=Y)
+            with warnings.catch_warnings():
+                warnings.filterwarnings("error", message=".*is read by none")
+                pm.sample(**quiet)
 
 
 def test_compiled_draw_survives_pickling_and_refuses_a_nan_likelihood_like_the_python_step():

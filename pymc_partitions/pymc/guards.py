@@ -48,7 +48,7 @@ from . import compat
 from .compat import ancestors, group_names, is_datatree, is_inferencedata, posterior_dataset
 from .distributions import CollapsedLikelihoodRV, invariant_names, is_partition
 from .nonconjugate import add_nonconjugate_steps, nonconjugate_likelihoods, slot_variables
-from .steps import check_find_map, check_partition_steps, refuse_partition
+from .steps import check_find_map, check_partition_steps, refuse_partition, warn_unread_partitions
 
 __all__ = [
     "install",
@@ -298,7 +298,8 @@ def guard_step_assignment() -> bool:
     proportion to its number of labellings (its log density is that of the partition, given to
     every label vector), or not at all. The wrapper passes the model and the given steps to
     :func:`~pymc_partitions.pymc.steps.check_partition_steps` (which refuses steps of other
-    packages on a partition, and a partition given to two steps of one class), then calls PyMC.
+    packages on a partition, and a partition given to two steps of one class), then calls PyMC;
+    :func:`~pymc_partitions.pymc.steps.warn_unread_partitions` warns first of a partition no likelihood reads.
     Models without a partition, and ``step=None``, go straight to PyMC. A partition with
     non-conjugate likelihoods (slot parameters indexed by it) that no given step covers gets a
     :class:`~pymc_partitions.pymc.nonconjugate.NonConjugateGibbs` blocked over it and its slots
@@ -318,6 +319,7 @@ def guard_step_assignment() -> bool:
         if bound is None:
             return original(*args, **kwargs)
         model, step = bound.arguments["model"], bound.arguments.get("step")
+        warn_unread_partitions(model)
         if step is not None:
             check_partition_steps(model, step)
         bound.arguments["step"] = add_nonconjugate_steps(model, step)

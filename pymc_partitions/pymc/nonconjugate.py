@@ -263,10 +263,20 @@ class NonConjugateModel:
         self.value_names = [v.name for v in self.value_vars]
         self.slot_values = [model.rvs_to_values[v] for v in self.slot_rvs]
         self.slot_names = [v.name for v in self.slot_values]
-        self._compile(model, rv)
         read = ancestors(self.likelihoods + [model.rvs_to_values[obs] for obs in self.likelihoods])
         self._data = [(v, np.shape(v.get_value(borrow=True))) for v in dict.fromkeys(read)
                       if isinstance(v, SharedVariable) and not isinstance(v.type, RandomGeneratorType)]
+        try:
+            self._compile(model, rv)
+        except ValueError as error:  # (PyTensor's "Input dimension mismatch" -- C backend -- or "Vectorized input 2
+            # has an incompatible shape" -- numba backend -- names neither the data nor the items)
+            if not self._data or not any(word in str(error) for word in ("mismatch", "incompatible shape")):
+                raise
+            shapes = ", ".join(f"{v.name!r} {shape}" for v, shape in self._data)
+            raise ValueError(f"the likelihoods {[o.name for o in self.likelihoods]} cannot be evaluated at the model's "
+                             f"initial point ({str(error).splitlines()[0]}); the data they read have shapes {shapes} "
+                             f"and the partition {self.terms.name!r} is of n={self.n} items: did pm.set_data change "
+                             "a covariate's number of items?") from error
 
     def check_data(self):
         """pm.set_data may change the values of the data the likelihoods read, not their shapes: the partition is of
@@ -343,6 +353,13 @@ class NonConjugateModel:
             if obs.ndim == 0 or (_static_first(obs) not in (None, self.n)):
                 raise ValueError(f"{obs.name!r}: a likelihood indexed by the partition {self.terms.name!r} must have "
                                  f"its items on the first axis (length n={self.n}), got shape {obs.type.shape}")
+            data = model.rvs_to_values[obs]
+            shape = np.shape(data.get_value(borrow=True)) if isinstance(data, SharedVariable) else ()
+            if shape and shape[0] != self.n:  # (pm.Data: its shape is known only from its value)
+                raise ValueError(f"{obs.name!r}: its observed data {data.name!r} hold {shape[0]} items on the first "
+                                 f"axis (shape {shape}), but the partition {self.terms.name!r} is of n={self.n} items "
+                                 "(changed by pm.set_data? the partition's n is fixed when the model is built: build "
+                                 "the model again for other items, or use pmp.predictive_density for new points)")
 
     # ------------------------------------------------------------------ compiled functions
     def _compile(self, model, rv):

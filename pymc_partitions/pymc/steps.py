@@ -8,6 +8,7 @@ call a compiled kernel from :mod:`pymc_partitions.samplers`, and write the label
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pymc as pm
@@ -945,6 +946,23 @@ def _flat_steps(step):
     if isinstance(methods, (list, tuple)):  # a CompoundStep
         return [m for s in methods for m in _flat_steps(s)]
     return [step]
+
+
+def warn_unread_partitions(model) -> None:
+    """Warn, before ``pm.sample`` runs, of a partition that no likelihood reads in a model that has
+    likelihoods: it is then drawn from its prior, whatever the data say -- usually a likelihood
+    written with ``mu`` where ``mu[z]`` was meant. A model of partitions alone (a prior sample,
+    asked for) gets no warning. Called by :func:`~.guards.guard_step_assignment`."""
+    readers = list(model.observed_RVs) + list(model.potentials)
+    if not readers:
+        return
+    for rv in _partitions(model):
+        if not any(rv in ancestors([r]) for r in readers):
+            names = [r.name for r in readers]
+            warnings.warn(f"the partition {rv.name!r} is read by none of the model's likelihoods {names}: pm.sample "
+                          f"draws it from its prior, whatever the data. To cluster the items, index the parameters "
+                          f"of a likelihood by it (e.g. pm.Normal('y', mu=mu[{rv.name}], ...)) or give it a "
+                          f"collapsed likelihood (partition={rv.name})", UserWarning, stacklevel=3)
 
 
 def check_partition_steps(model, step) -> None:
