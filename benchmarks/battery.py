@@ -623,6 +623,191 @@ with pm.Model() as m:
     pm.sample(**QUIET)
 ok = False
 """, error=r"\bn\b|8|10"),
+    # --- non-conjugate clusters (issue 21): the slot model as a user writes it --------------------------
+    Case("nc: Student-t slot model, labels canonical, slots follow", """
+y = two_groups(12)
+with pm.Model() as m:
+    z = pmp.Partition("z", pmp.CRP(1.0), n=12)
+    mu = pm.Normal("mu", 0.0, 5.0, shape=12)
+    sigma = pm.HalfNormal("sigma", 2.0, shape=12)
+    pm.StudentT("y", nu=4, mu=mu[z], sigma=sigma[z], observed=y)
+    idata = pm.sample(**{**QUIET, "draws": 50})
+post = pmp.posterior_dataset(idata)
+lab = post["z"].values.reshape(-1, 12).astype(int)
+first = [np.unique(r, return_index=True)[1] for r in lab]
+canon = all((np.sort(f) == f).all() and (np.unique(r) == np.arange(r.max() + 1)).all() for f, r in zip(first, lab))
+mu_v = post["mu"].values.reshape(-1, 12)
+ok = canon and np.isfinite(mu_v).all() and (lab.max(axis=1) >= 1).mean() > 0.9; detail = (canon, np.bincount(lab.max(axis=1)))
+"""),
+    Case("nc: compute_log_likelihood is log p(y_i | z_-i, phi, y_-i)", """
+from scipy import stats
+from scipy.special import logsumexp
+y = two_groups(8)
+with pm.Model() as m:
+    z = pmp.Partition("z", pmp.CRP(1.0), n=8)
+    mu = pm.Normal("mu", 0.0, 5.0, shape=8)
+    pm.Normal("y", mu=mu[z], sigma=1.0, observed=y)
+    idata = pm.sample(**QUIET)
+    pm.compute_log_likelihood(idata, progressbar=False)
+post = pmp.posterior_dataset(idata)
+got = pmp.posterior_dataset(idata, "log_likelihood")["y"].values.reshape(-1, 8)
+lab = post["z"].values.reshape(-1, 8).astype(int)
+mu_v = post["mu"].values.reshape(-1, 8)
+want = np.empty_like(got)
+for d in range(len(lab)):  # docs/nonconjugate.md: item i's cluster integrated out given z_-i (exact new-cluster term here)
+    for i in range(8):
+        others = np.delete(lab[d], i)
+        ks, counts = np.unique(others, return_counts=True)
+        terms = [math.log(c) + stats.norm.logpdf(y[i], mu_v[d][k], 1.0) for k, c in zip(ks, counts)]
+        terms.append(stats.norm.logpdf(y[i], 0.0, math.sqrt(26.0)))  # alpha = 1: log 1 + the prior predictive
+        want[d, i] = logsumexp(terms) - math.log(7 + 1.0)
+ok = np.allclose(got, want, atol=0.05); detail = float(np.abs(got - want).max())
+"""),
+    Case("nc: predictive_density integrates to one", """
+y = two_groups(12)
+with pm.Model() as m:
+    z = pmp.Partition("z", pmp.CRP(1.0), n=12)
+    mu = pm.Normal("mu", 0.0, 5.0, shape=12)
+    sigma = pm.HalfNormal("sigma", 2.0, shape=12)
+    pm.StudentT("y", nu=4, mu=mu[z], sigma=sigma[z], observed=y)
+    idata = pm.sample(**{**QUIET, "draws": 40})
+grid = np.linspace(-200, 200, 40001)
+dens = pmp.predictive_density(idata, grid, model=m, random_seed=1)["density"].values
+mass = float(np.sum((dens[1:] + dens[:-1]) / 2) * (grid[1] - grid[0]))
+ok = abs(mass - 1.0) < 0.02; detail = mass
+"""),
+    Case("nc: sample_posterior_predictive gives every item per draw", """
+y = two_groups(10)
+with pm.Model() as m:
+    z = pmp.Partition("z", pmp.CRP(1.0), n=10)
+    mu = pm.Normal("mu", 0.0, 5.0, shape=10)
+    pm.Normal("y", mu=mu[z], sigma=1.0, observed=y)
+    idata = pm.sample(**QUIET)
+    pp = pm.sample_posterior_predictive(idata, progressbar=False, random_seed=1)
+v = pmp.posterior_dataset(pp, "posterior_predictive")["y"].values
+ok = v.shape == (1, 20, 10) and np.isfinite(v).all() and abs(v.mean() - y.mean()) < 3; detail = (v.shape, float(v.mean()))
+"""),
+    Case("nc: pmp.summary and pmp.loo on a slot model", """
+y = two_groups(12)
+with pm.Model() as m:
+    z = pmp.Partition("z", pmp.CRP(1.0), n=12)
+    mu = pm.Normal("mu", 0.0, 5.0, shape=12)
+    pm.Normal("y", mu=mu[z], sigma=1.0, observed=y)
+    idata = pm.sample(**{**QUIET, "draws": 60})
+    pm.compute_log_likelihood(idata, progressbar=False)
+table = pmp.summary(idata, model=m)
+elpd = pmp.loo(idata, model=m)
+val = float(getattr(elpd, "elpd_loo", getattr(elpd, "elpd", np.nan)))
+ok = len(table) >= 2 and np.isfinite(val) and val < 0; detail = (list(table.index)[:6], val)
+"""),
+    Case("nc: FiniteDirichlet(alpha, 3) with 3 slots keeps K <= 3", """
+y = np.r_[np.full(4, -6.0), np.full(4, 0.0), np.full(4, 6.0), np.full(4, 12.0)] + np.linspace(-0.5, 0.5, 16)
+with pm.Model() as m:
+    z = pmp.Partition("z", pmp.FiniteDirichlet(1.0, 3), n=16)
+    mu = pm.Normal("mu", 0.0, 10.0, shape=3)
+    pm.Normal("y", mu=mu[z], sigma=1.0, observed=y)
+    idata = pm.sample(**{**QUIET, "draws": 60})
+k = pmp.posterior_dataset(idata)["z"].values.reshape(-1, 16).max(axis=1) + 1
+ok = k.max() <= 3 and k.min() >= 1; detail = np.bincount(k)
+"""),
+    Case("nc: one item", """
+with pm.Model() as m:
+    z = pmp.Partition("z", pmp.CRP(1.0), n=1)
+    mu = pm.Normal("mu", 0.0, 5.0, shape=1)
+    pm.Normal("y", mu=mu[z], sigma=1.0, observed=np.array([2.0]))
+    idata = pm.sample(**QUIET)
+post = pmp.posterior_dataset(idata)
+ok = (post["z"].values == 0).all() and np.isfinite(post["mu"].values).all(); detail = float(post["mu"].values.mean())
+"""),
+    Case("nc: two chains in two processes", """
+y = two_groups(10)
+with pm.Model() as m:
+    z = pmp.Partition("z", pmp.CRP(1.0), n=10)
+    mu = pm.Normal("mu", 0.0, 5.0, shape=10)
+    pm.Normal("y", mu=mu[z], sigma=1.0, observed=y)
+    idata = pm.sample(**{**QUIET, "chains": 2, "cores": 2})
+mu_v = pmp.posterior_dataset(idata)["mu"].values
+ok = mu_v.shape[0] == 2 and not np.array_equal(mu_v[0], mu_v[1]) and np.isfinite(mu_v).all(); detail = mu_v.shape
+"""),
+    Case("nc: NaN in the observed values", """
+y = two_groups(8); y[3] = np.nan
+with pm.Model() as m:
+    z = pmp.Partition("z", pmp.CRP(1.0), n=8)
+    mu = pm.Normal("mu", 0.0, 5.0, shape=8)
+    pm.Normal("y", mu=mu[z], sigma=1.0, observed=y)
+    idata = pm.sample(**QUIET)
+ok = False
+""", error=r"NaN|nan|missing|imput"),
+    Case("nc: a slot of n - 1 rows", """
+y = two_groups(8)
+with pm.Model() as m:
+    z = pmp.Partition("z", pmp.CRP(1.0), n=8)
+    mu = pm.Normal("mu", 0.0, 5.0, shape=7)
+    pm.Normal("y", mu=mu[z], sigma=1.0, observed=y)
+    idata = pm.sample(**QUIET)
+ok = False
+""", error=r"'mu'.*(7|8)|(7|8).*'mu'"),
+    Case("nc: a discrete slot", """
+y = two_groups(8)
+with pm.Model() as m:
+    z = pmp.Partition("z", pmp.CRP(1.0), n=8)
+    lam = pm.Poisson("lam", 3.0, shape=8)
+    pm.Normal("y", mu=lam[z], sigma=1.0, observed=y)
+    idata = pm.sample(**QUIET)
+ok = False
+""", error=r"lam.*discrete|discrete.*lam"),
+    Case("nc: a base measure without random draws (pm.Flat)", """
+y = two_groups(8)
+with pm.Model() as m:
+    z = pmp.Partition("z", pmp.CRP(1.0), n=8)
+    mu = pm.Flat("mu", shape=8)
+    pm.Normal("y", mu=mu[z], sigma=1.0, observed=y)
+    idata = pm.sample(**QUIET)
+ok = False
+""", error=r"mu"),
+    Case("nc: m = 0 auxiliaries", """
+y = two_groups(8)
+with pm.Model() as m:
+    z = pmp.Partition("z", pmp.CRP(1.0), n=8)
+    mu = pm.Normal("mu", 0.0, 5.0, shape=8)
+    pm.Normal("y", mu=mu[z], sigma=1.0, observed=y)
+    idata = pm.sample(step=pmp.NonConjugateGibbs([z], m=0), **QUIET)
+ok = False
+""", error=r"\bm\b"),
+    Case("nc: a covariate with NaN", """
+x = np.linspace(-1, 1, 8); x[2] = np.nan
+y = two_groups(8)
+with pm.Model() as m:
+    z = pmp.Partition("z", pmp.CRP(1.0), n=8)
+    beta = pm.Normal("beta", 0.0, 5.0, shape=8)
+    pm.Normal("y", mu=beta[z] * x, sigma=1.0, observed=y)
+    idata = pm.sample(**QUIET)
+ok = False
+""", error=r"NaN"),
+    Case("nc: pm.set_data with more items", """
+y = two_groups(8)
+with pm.Model() as m:
+    yd = pm.Data("yd", y)
+    z = pmp.Partition("z", pmp.CRP(1.0), n=8)
+    mu = pm.Normal("mu", 0.0, 5.0, shape=8)
+    pm.Normal("y", mu=mu[z], sigma=1.0, observed=yd)
+    idata = pm.sample(**QUIET)
+    pm.set_data({"yd": two_groups(9)})
+    idata = pm.sample(**QUIET)
+ok = False
+""", error=r"set_data|shape|9"),
+    Case("nc: a likelihood that does not read the partition is warned of", """
+y = two_groups(8)
+with pm.Model() as m:
+    z = pmp.Partition("z", pmp.CRP(1.0), n=8)
+    mu = pm.Normal("mu", 0.0, 5.0, shape=8)
+    pm.Normal("y", mu=mu, sigma=1.0, observed=y)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        idata = pm.sample(**QUIET)
+said = [str(w.message) for w in caught if "'z' is read by none" in str(w.message)]
+ok = len(said) == 1 and "mu[z]" in said[0]; detail = said
+"""),
 ]
 
 
