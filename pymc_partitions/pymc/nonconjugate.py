@@ -77,7 +77,7 @@ from ..samplers.slot_slice import slice_sweep, tuned_width
 from ..samplers.slot_split_merge import informed_split_merge, slot_split_merge, surrogate_pack, within_covariance
 from .compat import BlockedStep, ChainSetupMixin, Competence, ancestors, step_keywords
 from .compiled_slots import build as build_densities, flatten_slots, unflatten_slots
-from .distributions import CollapsedLikelihoodRV, constant_value, is_partition
+from .distributions import CollapsedLikelihoodRV, constant_value, is_partition, likelihood_names
 from .terms import PartitionTerms, _resolve_rv
 from .typed_call import TypedCall
 
@@ -237,7 +237,8 @@ class NonConjugateModel:
                 raise ValueError(f"{obs.name!r} uses the partition {name!r} other than as the index of slot "
                                  f"parameters (write mu[{name}], one slot per possible block; an integer dtype "
                                  f"cast such as mu[{name}.astype('int32')] is accepted, arithmetic on the labels "
-                                 "is not)")
+                                 f"is not); or, for data given the partition with the clusters' parameters "
+                                 f"integrated out, use {likelihood_names()} (partition={name})")
             top = min(self.n, self.n_slots) - 1  # the largest label
             narrow = sorted(c for c in casts if np.iinfo(c).max < top)
             if narrow:
