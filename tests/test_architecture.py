@@ -192,3 +192,17 @@ def test_pmp_h_is_the_module_that_defines_the_functions():
 
     assert pmp.h is pymc_partitions.h is functions and n_clusters is functions.n_clusters
     assert set(functions.__all__) <= set(dir(pmp.h))
+
+
+def test_every_name_in_a_modules_all_exists():
+    """``from module import *`` works for every module: each name its ``__all__`` lists is defined
+    (``results.loo`` listed an ``install`` it no longer had)."""
+    import importlib  # noqa: PLC0415
+
+    missing = {}
+    for name in module_names():
+        module = importlib.import_module(name)
+        absent = [entry for entry in getattr(module, "__all__", ()) if not hasattr(module, entry)]
+        if absent:
+            missing[name] = absent
+    assert not missing

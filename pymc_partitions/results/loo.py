@@ -62,7 +62,7 @@ from ..pymc.compat import outside_model_contexts
 from ..pymc.distributions import CollapsedLikelihoodRV, partition_size
 from .reader import group_names, is_datatree, is_inferencedata, new_result, posterior_dataset
 
-__all__ = ["pointwise_log_likelihood", "loo", "install"]
+__all__ = ["pointwise_log_likelihood", "loo"]
 
 
 @numba.njit(cache=True, error_model="numpy")
