@@ -953,11 +953,13 @@ def warn_unread_partitions(model) -> None:
     likelihoods: it is then drawn from its prior, whatever the data say -- usually a likelihood
     written with ``mu`` where ``mu[z]`` was meant. A model of partitions alone (a prior sample,
     asked for) gets no warning. Called by :func:`~.guards.guard_step_assignment`."""
+    parts = _partitions(model)
     readers = list(model.observed_RVs) + list(model.potentials)
-    if not readers:
+    if not parts or not readers:
         return
-    for rv in _partitions(model):
-        if not any(rv in ancestors([r]) for r in readers):
+    read = set(ancestors(readers))
+    for rv in parts:
+        if rv not in read:
             names = [r.name for r in readers]
             warnings.warn(f"the partition {rv.name!r} is read by none of the model's likelihoods {names}: pm.sample "
                           f"draws it from its prior, whatever the data. To cluster the items, index the parameters "
