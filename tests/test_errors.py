@@ -104,6 +104,34 @@ def test_invalid_initial_labels(initval, exc, match):
             pmp.Partition("z", pmp.CRP(1.0), n=6, initval=initval)
 
 
+@pytest.mark.parametrize(
+    "observed, exc, match",
+    [
+        ([0, 0, 1, 2, 3, 3, 4], ValueError, "'z': observed labels must have length n=6, got shape \\(7,\\)"),
+        ([0, 0, 1, 2, 9, 9], ValueError, "'z': observed labels must lie in \\[0, 6\\)"),
+        ([-1, 0, 1, 2, 2, 2], ValueError, "'z': observed labels must lie in"),
+        ([0.5, 0, 1, 2, 2, 2], TypeError, "'z': observed labels must be integers.*non-integer values \\[0.5\\]"),
+        (np.array([[0, 0, 1], [1, 2, 2]]), ValueError, "'z': observed labels must have length n=6"),
+    ],
+)
+def test_invalid_observed_labels(observed, exc, match):
+    """PyMC casts observed data to the variable's dtype: 0.5 became 0 and a vector of 7 labels was
+    evaluated without a word; a known partition is checked like labels given as a start."""
+    with pm.Model():
+        with pytest.raises(exc, match=match):
+            pmp.Partition("z", pmp.CRP(1.0), n=6, observed=observed)
+    with pm.Model():  # as pm.Data, at its value when the model is built
+        with pytest.raises(exc, match=match):
+            pmp.Partition("z", pmp.CRP(1.0), n=6, observed=pm.Data("labels", np.asarray(observed)))
+
+
+def test_observed_labels_outside_a_finite_prior_support():
+    with pm.Model():
+        with pytest.raises(ValueError, match="'z': the observed labels have 3 blocks but the FiniteDirichlet prior "
+                                             "allows at most k=2"):
+            pmp.Partition("z", pmp.FiniteDirichlet(1.0, 2), n=6, observed=[0, 0, 1, 1, 2, 2])
+
+
 def test_initval_options_are_used():
     for initval, want in [("singletons", np.arange(6)), ("one_block", np.zeros(6)), ([0, 0, 1, 1, 2, 2], None)]:
         with pm.Model() as model:

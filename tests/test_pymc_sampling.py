@@ -227,3 +227,39 @@ def test_prior_predictive_partition_matches_eppf():
     assert stats.chi2.sf(chi2, len(parts) - 1) > 1e-3
     ys = posterior_dataset(pp, "prior_predictive")["y"].values
     assert ys.shape[-2:] == (n, 1)
+
+
+def test_a_known_partition_as_observed_gives_its_hyperparameters_posterior():
+    """observed=labels: the partition is data. The posterior of alpha given K blocks of n items,
+    and of a collapsed likelihood's sigma given the blocks, against quadrature of densities written
+    here (the CRP's EPPF, and per block y ~ MVN(mu0, sigma^2 I + sigma0^2 11')); labels not in
+    canonical order are the same partition."""
+    from scipy import integrate
+    from scipy.special import gammaln
+
+    y = np.array([-4.0, -4.2, 4.0, 4.1, 3.9, -3.8, 0.2, 0.1])
+    labels = np.array([2, 2, 0, 0, 0, 2, 1, 1])  # three blocks, not in first-appearance order
+    with pm.Model():
+        alpha = pm.Gamma("alpha", 2.0, 1.0)
+        sigma = pm.HalfNormal("sigma", 2.0)
+        z = pmp.Partition("z", pmp.CRP(alpha), n=8, observed=labels)
+        pmp.NormalNormal("y", partition=z, mu0=0.0, sigma0=5.0, sigma=sigma, observed=y)
+        idata = pm.sample(draws=3000, **{**SAMPLE, "chains": 2, "tune": 500}, random_seed=5)
+    post = posterior_dataset(idata)
+    assert "z" not in post  # data, not a variable
+
+    def log_alpha(a):
+        return stats.gamma.logpdf(a, 2.0) + 3 * np.log(a) + gammaln(a) - gammaln(a + 8)
+
+    def log_sigma(s):
+        blocks = [y[labels == k] for k in range(3)]
+        return stats.halfnorm.logpdf(s, scale=2.0) + sum(
+            stats.multivariate_normal.logpdf(b, np.zeros(len(b)), s ** 2 * np.eye(len(b)) + 25.0) for b in blocks)
+
+    for name, log_density, upper in [("alpha", log_alpha, 60.0), ("sigma", log_sigma, 10.0)]:
+        mass = integrate.quad(lambda t: np.exp(log_density(t)), 1e-9, upper, limit=200)[0]
+        mean = integrate.quad(lambda t: t * np.exp(log_density(t)), 1e-9, upper, limit=200)[0] / mass
+        second = integrate.quad(lambda t: t * t * np.exp(log_density(t)), 1e-9, upper, limit=200)[0] / mass
+        draws = post[name].values.ravel()
+        se = np.sqrt(second - mean ** 2) / np.sqrt(ess(draws))
+        assert abs(draws.mean() - mean) < 4.5 * se, (name, draws.mean(), mean, se)

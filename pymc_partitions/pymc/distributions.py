@@ -157,6 +157,8 @@ class Partition(pm.Discrete):
         initval = _partition_initval(name, initval, n, prior.k if isinstance(prior, PartitionPrior) else 0)
         if isinstance(initval, np.ndarray) and isinstance(prior, PartitionPrior):
             _check_support(name, initval, prior.k)
+        if kwargs.get("observed") is not None:
+            kwargs["observed"] = _check_observed_labels(name, kwargs["observed"], n, prior)
         model = pm.Model.get_context(error_if_none=False)
         if model is not None:  # else PyMC's own error follows
             dims = kwargs.get("dims")
@@ -306,26 +308,41 @@ def dispersed_labels(n, k=0):
     return node.default_output()
 
 
-def check_labels(name, labels, n):
+def check_labels(name, labels, n, what="labels"):
     """Validate a label vector for partition ``name`` of ``n`` items; returns int64 labels."""
     arr = np.asarray(labels)
     if arr.ndim != 1 or arr.shape[0] != n:
-        raise ValueError(f"Partition {name!r}: labels must have length n={n}, got shape {arr.shape}")
+        raise ValueError(f"Partition {name!r}: {what} must have length n={n}, got shape {arr.shape}")
     if not (np.issubdtype(arr.dtype, np.integer) or (np.issubdtype(arr.dtype, np.floating) and np.all(arr == np.round(arr)))):
-        raise TypeError(f"Partition {name!r}: labels must be integers, got dtype {arr.dtype}")
+        raise TypeError(f"Partition {name!r}: {what} must be integers, got dtype {arr.dtype}"
+                        + (f" with non-integer values {arr[arr != np.round(arr)][:3].tolist()}"
+                           if np.issubdtype(arr.dtype, np.floating) else ""))
     arr = arr.astype(np.int64)
     if arr.min() < 0 or arr.max() >= n:
-        raise ValueError(f"Partition {name!r}: labels must lie in [0, {n}), got range [{arr.min()}, {arr.max()}]")
+        raise ValueError(f"Partition {name!r}: {what} must lie in [0, {n}), got range [{arr.min()}, {arr.max()}]")
     return arr
 
 
-def _check_support(name, labels, k):
+def _check_support(name, labels, k, what="the starting labels"):
     """Refuse labels with more blocks than a finite-Dirichlet prior's ``k`` (prior probability 0)."""
     if k > 0:
         n_blocks = int(np.unique(labels).size)
         if n_blocks > k:
-            raise ValueError(f"Partition {name!r}: the starting labels have {n_blocks} blocks but the "
+            raise ValueError(f"Partition {name!r}: {what} have {n_blocks} blocks but the "
                              f"FiniteDirichlet prior allows at most k={k} (outside the prior's support)")
+
+
+def _check_observed_labels(name, observed, n, prior):
+    """A known partition (``observed=labels``) validated like labels given as a start: PyMC would
+    cast 0.5 to 0 and evaluate a vector of another length or with labels outside [0, n) without a
+    word (or as -inf). ``pm.Data`` are checked at their current value and passed on as they are."""
+    value = constant_value(observed) if isinstance(observed, Variable) else observed
+    if value is None:
+        return observed  # a random variable as observed: PyMC's own refusal
+    labels = check_labels(name, value, n, what="observed labels")
+    if isinstance(prior, PartitionPrior):
+        _check_support(name, labels, prior.k, what="the observed labels")
+    return observed if isinstance(observed, Variable) else labels
 
 
 def partition_size(partition) -> int:
