@@ -263,3 +263,32 @@ def test_a_known_partition_as_observed_gives_its_hyperparameters_posterior():
         draws = post[name].values.ravel()
         se = np.sqrt(second - mean ** 2) / np.sqrt(ess(draws))
         assert abs(draws.mean() - mean) < 4.5 * se, (name, draws.mean(), mean, se)
+
+
+def test_pymc_graph_transforms_of_a_partition_model():
+    """pm.do, pm.observe and model.copy() clone the model's graph, which PyMC refuses for a model
+    with registered starting values; the default (dispersed) start is the Partition's support point
+    instead, so they work, and the chains they give still start apart. pm.do(alpha=0.6) samples
+    the partition's exact posterior under CRP(0.6); pm.observe(z=labels) makes it data."""
+    n = 6
+    with pm.Model() as model:
+        alpha = pm.Gamma("alpha", 2.0, 1.0)
+        z = pmp.Partition("z", pmp.CRP(alpha), n=n)
+        add_likelihood("diag", z, n)
+    assert model.copy()["z"].owner.op is z.owner.op
+    fixed = pm.do(model, {"alpha": 0.6})
+    starts = [fixed.initial_point(random_seed=seed)["z"] for seed in range(4)]
+    assert len({tuple(s) for s in starts}) > 1  # each chain its own dispersed start
+    with fixed:
+        idata = pm.sample(draws=8000, random_seed=3, **SAMPLE)
+    like = likelihood_only(fixed)
+    parts, exact = exact_posterior(n, lambda p: like(p) + pmp.CRP(0.6).log_eppf(p))
+    _, wrong = exact_posterior(n, lambda p: like(p) + pmp.CRP(2.4).log_eppf(p))
+    zs, lj, k = samples_of(idata)
+    check_against(parts, exact, zs, [lj, k], wrong=wrong)
+
+    known = pm.observe(model, {"z": np.array([0, 0, 1, 1, 1, 2])})
+    with known:
+        idata = pm.sample(draws=1500, random_seed=4, **{**SAMPLE, "chains": 2})
+    assert "z" not in posterior_dataset(idata)
+    assert set(posterior_dataset(idata).data_vars) >= {"alpha", "z_n_clusters"}

@@ -185,7 +185,11 @@ class Partition(pm.Discrete):
         return super().dist([prior.alpha, prior.discount, prior.k, n], **kwargs)
 
     def support_point(rv, size, alpha, discount, k, n):
-        return pt.zeros_like(rv)
+        """The default start, ``initval="dispersed"``: a random graph PyMC reseeds per chain. As the
+        support point rather than a registered starting value, it leaves the model convertible by
+        PyMC's graph transforms (``pm.do``, ``pm.observe``, ``model.copy()``), which refuse models
+        with starting values."""
+        return dispersed_labels(int(constant_value(n)), int(constant_value(k)))
 
     def logp(value, alpha, discount, k, n):
         n_static = int(constant_value(n))
@@ -280,11 +284,12 @@ def _check_n(n):
 
 def _partition_initval(name, initval, n, k):
     """What PyMC gets as the starting value: labels, ``"prior"`` (PyMC's strategy: a draw of the
-    variable), or for ``"dispersed"`` a random graph of labels; PyMC reseeds the random generators
-    of a starting value per chain from ``random_seed`` (``pymc.initial_point``)."""
-    if initval is None or (isinstance(initval, str) and initval == "dispersed"):
-        return dispersed_labels(n, k)
-    if isinstance(initval, str) and initval in ("one_block", "support_point", "moment"):
+    variable), or for ``"dispersed"`` nothing: PyMC then starts from the support point, a random
+    graph of labels whose generators it reseeds per chain from ``random_seed``
+    (``pymc.initial_point``)."""
+    if initval is None or (isinstance(initval, str) and initval in ("dispersed", "support_point", "moment")):
+        return None
+    if isinstance(initval, str) and initval == "one_block":
         return np.zeros(n, np.int64)
     if isinstance(initval, str):
         if initval == "singletons":
