@@ -808,7 +808,86 @@ with pm.Model() as m:
 said = [str(w.message) for w in caught if "'z' is read by none" in str(w.message)]
 ok = len(said) == 1 and "mu[z]" in said[0]; detail = said
 """),
+    # --- a known partition and PyMC's graph transforms (session 46) ---------------------------------
+    Case("observed partition: alpha's posterior by quadrature", """
+from scipy import integrate, stats
+with pm.Model() as m:
+    alpha = pm.Gamma("alpha", 2.0, 1.0)
+    pmp.Partition("z", pmp.CRP(alpha), n=8, observed=[2, 2, 0, 0, 0, 2, 1, 1])
+    idata = pm.sample(draws=2000, tune=500, chains=2, cores=1, progressbar=False, random_seed=1)
+got = float(pmp.posterior_dataset(idata)["alpha"].mean())
+lp = lambda a: stats.gamma.logpdf(a, 2.0) + 3 * math.log(a) + gammaln(a) - gammaln(a + 8)  # CRP EPPF, K = 3
+mass = integrate.quad(lambda a: math.exp(lp(a)), 1e-9, 80)[0]
+want = integrate.quad(lambda a: a * math.exp(lp(a)), 1e-9, 80)[0] / mass
+ok = abs(got - want) < 0.1; detail = (got, want)
+"""),
+    Case("observed partition of 7 labels for n = 6", """
+with pm.Model():
+    pmp.Partition("z", pmp.CRP(1.0), n=6, observed=[0, 0, 1, 2, 3, 3, 4])
+ok = False
+""", error=r"'z': observed labels must have length n=6"),
+    Case("observed partition with a label 0.5", """
+with pm.Model():
+    pmp.Partition("z", pmp.CRP(1.0), n=6, observed=[0.5, 0, 1, 2, 2, 2])
+ok = False
+""", error=r"'z': observed labels must be integers"),
+    Case("pm.do fixes alpha: the partition's exact posterior", """
+y = np.array([-3.0, 0.1, 3.0])
+with pm.Model() as m:
+    alpha = pm.Gamma("alpha", 2.0, 1.0)
+    z = pmp.Partition("z", pmp.CRP(alpha), n=3)
+    pmp.NormalNormal("y", partition=z, mu0=0, sigma0=2, sigma=1, observed=y)
+with pm.do(m, {"alpha": 0.3}):
+    idata = pm.sample(draws=3000, tune=200, chains=2, cores=1, progressbar=False, random_seed=4, compute_convergence_checks=False)
+from scipy import stats
+def log_joint(p):  # CRP(0.3) EPPF times the Normal-Normal marginal of each block, written here
+    total = sum(math.log(0.3) + gammaln((p == b).sum()) for b in np.unique(p)) + gammaln(0.3) - gammaln(3.3)
+    for b in np.unique(p):
+        yb = y[p == b]
+        total += stats.multivariate_normal.logpdf(yb, np.zeros(len(yb)), np.eye(len(yb)) + 4.0)
+    return total
+parts = [(0,0,0),(0,0,1),(0,1,0),(0,1,1),(0,1,2)]
+w = np.array([math.exp(log_joint(np.array(p))) for p in parts]); w /= w.sum()
+lab = pmp.posterior_dataset(idata)["z"].values.reshape(-1, 3).astype(int)
+freq = np.array([np.mean((lab == np.array(p)).all(1)) for p in parts])
+tv = 0.5 * np.abs(freq - w).sum()
+ok = tv < 0.03; detail = (tv, freq.round(3), w.round(3))
+"""),
+    Case("pm.observe makes the partition data", """
+with pm.Model() as m:
+    alpha = pm.Gamma("alpha", 2.0, 1.0)
+    pmp.Partition("z", pmp.CRP(alpha), n=8)
+with pm.observe(m, {"z": np.array([2, 2, 0, 0, 0, 2, 1, 1])}):
+    idata = pm.sample(draws=2000, tune=500, chains=2, cores=1, progressbar=False, random_seed=1)
+got = float(pmp.posterior_dataset(idata)["alpha"].mean())
+ok = abs(got - 1.720) < 0.1; detail = got  # 1.720: the quadrature of the case above
+"""),
 ]
+for form, code in [
+    ("pm.Censored with far bounds", 'pm.Censored("yy", pm.Normal.dist(mu[z], 0.7), lower=-1e6, upper=1e6, observed=y)'),
+    ("pm.Truncated with far bounds", 'pm.Truncated("yy", pm.Normal.dist(mu[z], 0.7), lower=-1e6, upper=1e6, observed=y)'),
+    ("pm.CustomDist", 'pm.CustomDist("yy", mu[z], logp=lambda v, m: -0.5 * ((v - m) / 0.7) ** 2, observed=y)'),
+    ("pm.MvNormal rows", 'pm.MvNormal("yy", mu=mu[z][:, None], cov=[[0.49]], observed=y[:, None])'),
+]:
+    CASES.append(Case(f"nc: {form}: the collapsed model's partition posterior", f"""
+from collections import Counter
+y = np.array([-2.0, -1.6, 0.1, 1.7, 2.2])
+RUN = dict(draws=6000, tune=500, chains=2, cores=1, progressbar=False, compute_convergence_checks=False)
+def law(idata):
+    c = Counter(map(tuple, pmp.posterior_dataset(idata)["z"].values.reshape(-1, 5).astype(int).tolist()))
+    return {{k: v / sum(c.values()) for k, v in c.items()}}
+with pm.Model():
+    z = pmp.Partition("z", pmp.CRP(1.0), n=5)
+    pmp.NormalNormal("y", partition=z, mu0=0.0, sigma0=2.0, sigma=0.7, observed=y)
+    want = law(pm.sample(**RUN, random_seed=1))
+with pm.Model():
+    z = pmp.Partition("z", pmp.CRP(1.0), n=5)
+    mu = pm.Normal("mu", 0.0, 2.0, shape=5)
+    {code}
+    got = law(pm.sample(**RUN, random_seed=2))
+tv = 0.5 * sum(abs(got.get(k, 0) - want.get(k, 0)) for k in set(got) | set(want))
+ok = tv < 0.04; detail = tv
+""", timeout=400))
 
 
 def run_case(case: Case) -> dict:
