@@ -28,7 +28,7 @@ from ..coupling.sweep import COUPLINGS
 from ..coupling.unbiased import check_h_value, check_k_m, suggest_k_m
 from ..families.kernels import has_network
 from .compat import made_group, new_result
-from .distributions import is_partition
+from .distributions import is_partition, no_partition_found
 from .terms import PartitionTerms
 from .unbiased_hyper import PyMCHyperModel, free_hyperparameters
 
@@ -139,7 +139,7 @@ def _check_names(stacked):
 def _partition_of(model):
     parts = [rv for rv in model.free_RVs if is_partition(rv)]
     if not parts:
-        raise ValueError("the model has no pmp.Partition variable")
+        raise ValueError(f"the model has {no_partition_found(model)}")
     if len(parts) > 1:
         raise ValueError(f"sample_unbiased handles one partition, the model has {[p.name for p in parts]}")
     return parts[0]

@@ -42,7 +42,7 @@ from ..families.mixture import join_log_probabilities, log_predictive_density
 from ..summaries import labels_vector
 from ..summaries.draws import _weights, canonical_rows, scaled_weights
 from ..pymc.compat import ancestors
-from ..pymc.distributions import check_data, constant_value, is_partition, likelihood_names
+from ..pymc.distributions import check_data, constant_value, is_partition, likelihood_names, no_partition_found
 from ..pymc.terms import ObservedData, PartitionTerms
 from .reader import add_groups, group_names, is_result, new_result, not_a_result_hint, partition_draws, posterior_dataset
 from .slot_predictive import DEFAULT_BASE_DRAWS, SlotPredictive, has_slots
@@ -81,9 +81,11 @@ def _partition_name(model, var_name, owner):
             raise ValueError(f"{owner}: var_name {var_name!r} is not a pmp.Partition variable of the model")
         return var_name
     parts = [rv.name for rv in model.free_RVs if is_partition(rv)]
-    if len(parts) != 1:
-        found = f"several partition variables {parts}" if parts else "no pmp.Partition variable"
-        raise ValueError(f"{owner}: the model has {found}; pass var_name='...' naming the partition")
+    if not parts:
+        raise ValueError(f"{owner}: the model has {no_partition_found(model)}")
+    if len(parts) > 1:
+        raise ValueError(f"{owner}: the model has several partition variables {parts}; pass var_name='...' naming "
+                         "the partition")
     return parts[0]
 
 
