@@ -113,6 +113,32 @@ def test_step_matches_enumeration(prior_name, split_merge, slot_update, size_sca
     assert tv < tol
 
 
+LIKELIHOOD_FORMS = {
+    "censored": lambda mu, z: pm.Censored("y", pm.Normal.dist(mu[z], 1.0), lower=-1e6, upper=1e6, observed=Y),
+    "truncated": lambda mu, z: pm.Truncated("y", pm.Normal.dist(mu[z], 1.0), lower=-1e6, upper=1e6, observed=Y),
+    "custom_dist": lambda mu, z: pm.CustomDist("y", mu[z], logp=lambda v, m: -0.5 * (v - m) ** 2, observed=Y),
+    "mv_normal_rows": lambda mu, z: pm.MvNormal("y", mu=mu[z][:, None], cov=[[1.0]], observed=Y[:, None]),
+}
+
+
+@pytest.mark.parametrize("form", sorted(LIKELIHOOD_FORMS))
+def test_the_likelihood_in_other_pymc_forms_matches_enumeration(form):
+    """The item likelihood comes from the user's graph whatever PyMC builds it from: a Normal
+    wrapped in pm.Censored / pm.Truncated with bounds no item reaches, an unnormalised
+    pm.CustomDist log density, one-coordinate MvNormal rows -- each the NormalNormal posterior."""
+    prior = PRIORS["crp"]
+    parts, p = exact(prior)
+    _, wrong = exact(prior, sigma0=3 * SIGMA0)
+    with pm.Model() as model:
+        z = pmp.Partition("z", prior, n=len(Y))
+        LIKELIHOOD_FORMS[form](pm.Normal("mu", 0.0, SIGMA0, shape=len(Y)), z)
+    samples, _ = drive(model, 4000, seed=3)
+    k = samples.max(axis=1).astype(float)
+    together = (samples[:, 0] == samples[:, 1]).astype(float)
+    tv, tol = check_against(parts, p, samples, [k, together], wrong=wrong)
+    assert tv < tol
+
+
 NIG = dict(m0=0.0, kappa0=0.5, nu0=3.0, psi0=2.0)  # s2 ~ InvGamma(nu0/2, psi0/2), mu ~ N(m0, s2/kappa0)
 
 
