@@ -143,6 +143,8 @@ def test_a_known_partition_is_named_where_a_partition_to_sample_is_needed():
         pmp.sample_unbiased(model, n_pairs=2, k=2, m=4, cores=1, random_seed=1)
     with pytest.raises(ValueError, match="join_probabilities: the model has " + known):
         pmp.join_probabilities([0, 0, 1, 1, 2, 2], [0.0], model)
+    with pytest.raises(ValueError, match="join_probabilities: the partition 'z' is observed: a known partition is data"):
+        pmp.join_probabilities([0, 0, 1, 1, 2, 2], [0.0], model, var_name="z")
     with pm.Model() as empty:
         pm.Normal("x")
     with pytest.raises(ValueError, match=r"the model has no pmp.Partition variable$"):

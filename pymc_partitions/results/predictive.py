@@ -79,6 +79,9 @@ def _partition_name(model, var_name, owner):
             raise TypeError(f"{owner}: var_name must be a variable name (str), got {var_name!r}")
         if var_name not in model.named_vars or not is_partition(model[var_name]):
             raise ValueError(f"{owner}: var_name {var_name!r} is not a pmp.Partition variable of the model")
+        if model[var_name] in model.observed_RVs:
+            raise ValueError(f"{owner}: the partition {var_name!r} is observed: a known partition is data, not a "
+                             "variable with posterior draws")
         return var_name
     parts = [rv.name for rv in model.free_RVs if is_partition(rv)]
     if not parts:
