@@ -322,3 +322,26 @@ def test_variables_downstream_of_a_likelihood():
     assert _has_replicate(fn)
     with pytest.raises(NotImplementedError, match="depends on the collapsed likelihood"):
         forward.compile_forward_sampling_function([w], [z], basic_rvs=model.basic_RVs)
+
+
+@pytest.mark.parametrize("unguarded", [False, True])
+def test_a_known_partition_replicates_given_its_labels(unguarded, monkeypatch):
+    """Partition(..., observed=labels): the replicates of a collapsed likelihood are drawn given the
+    known labels and the data (PyMC alone redrew the labels from the prior and the cluster
+    parameters with them: replicates near the prior mean, the guard's absence fails the test)."""
+    labels = np.array([0, 0, 1, 1, 1, 2, 2])
+    with pm.Model() as model:
+        alpha = pm.Gamma("alpha", 2.0, 1.0)  # a free variable, for a trace to replicate from
+        z = pmp.Partition("z", pmp.CRP(alpha), n=N, observed=labels)
+        add_likelihood("diag", z, N)
+        idata = pm.sample(draws=2000, tune=300, chains=1, random_seed=3, compute_convergence_checks=False, **QUIET)
+        if unguarded:
+            monkeypatch.setattr(forward, "compile_forward_sampling_function",
+                                forward.compile_forward_sampling_function.__wrapped__)
+        pp = pm.sample_posterior_predictive(idata, random_seed=4, **QUIET)
+    y = data(N)[0]
+    replicates = posterior_dataset(pp, "posterior_predictive")["y"].values[0]
+    for item in (0, 3):
+        law = _replicate_law("diag", y[labels == labels[item]])
+        pvalue = stats.kstest(replicates[:, item, 0], law.cdf).pvalue
+        assert (pvalue < 1e-6) if unguarded else (pvalue > 1e-3), (item, pvalue)

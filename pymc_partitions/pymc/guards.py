@@ -423,6 +423,8 @@ def guard_forward_sampling() -> bool:
     ``posterior_replicate(rv)`` and ``partition_input(rv)`` (the collapsed likelihoods) and whose
     partition is among ``vars_in_trace`` is replaced by ``op.posterior_replicate(rv, data, hyper)``:
     cluster parameters drawn from their conditional posterior given the labels and the observed data.
+    A likelihood of a known partition (``observed=labels``) is replaced likewise, given those labels
+    (PyMC would redraw the partition from its prior and the replicates with it).
     Should PyMC decide to draw that partition anew after all (it returns it among the variables it
     resamples: a trace variable with a resampled ancestor on PyMC 5, ``sample_vars`` on PyMC 6),
     the function is compiled again without that replacement (a prior predictive draw, which is
@@ -554,16 +556,17 @@ def _forward_sampling_wrapper(original, signature):
         bound = signature.bind(*args, **kwargs)
         outputs = list(bound.arguments["outputs"])
         in_trace = set(bound.arguments["vars_in_trace"])
-        given = [rv for rv in _replaceable(outputs) if rv.owner.op.partition_input(rv) in in_trace]
+        observed = _OBSERVED_AT_SAMPLING.get()
+        known = {rv: _known_labels(rv, observed) for rv in _replaceable(outputs)}
+        given = [rv for rv in known if rv.owner.op.partition_input(rv) in in_trace or known[rv] is not None]
         if not given:
             return original(*args, **kwargs)
-        fitted = {rv: _fitted_inputs(rv, _OBSERVED_AT_SAMPLING.get(), bound.arguments.get("constant_data") or {})
-                  for rv in given}
+        fitted = {rv: _fitted_inputs(rv, observed, bound.arguments.get("constant_data") or {}) for rv in given}
         while True:
             bound.arguments["outputs"] = _replace_downstream(
-                outputs, {rv: rv.owner.op.posterior_replicate(rv, *fitted[rv][:2]) for rv in given})
+                outputs, {rv: rv.owner.op.posterior_replicate(rv, *fitted[rv][:2], labels=known[rv]) for rv in given})
             fn, resampled = original(*bound.args, **bound.kwargs)
-            redrawn = [rv for rv in given if rv.owner.op.partition_input(rv) in resampled]
+            redrawn = [rv for rv in given if known[rv] is None and rv.owner.op.partition_input(rv) in resampled]
             if not redrawn:
                 break
             given = [rv for rv in given if rv not in redrawn]  # partition drawn anew: a prior draw is right
@@ -579,6 +582,21 @@ def _forward_sampling_wrapper(original, signature):
     compile_forward_sampling_function.__wrapped__ = original
     compile_forward_sampling_function.__doc__ = original.__doc__
     return compile_forward_sampling_function
+
+
+def _known_labels(rv, observed):
+    """The labels of the collapsed likelihood ``rv``'s partition when that partition is observed (a
+    known partition: the replicates are drawn given its labels, not given a redrawn partition), as
+    recorded in the result's ``observed_data`` when it holds them; else None."""
+    import pytensor.tensor as pt  # noqa: PLC0415
+
+    partition = rv.owner.op.partition_input(rv)
+    labels = getattr(partition.tag, "observations", None)
+    if labels is None:
+        return None
+    if observed is not None and partition.name in observed.data_vars:
+        return pt.constant(np.asarray(observed[partition.name].values, dtype=np.int64))
+    return labels
 
 
 def _replaceable(outputs):
