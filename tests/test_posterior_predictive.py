@@ -14,7 +14,6 @@ import pymc_partitions as pmp
 from models import COV, COV0, data
 from pymc_partitions.pymc import compat, guards
 from pymc_partitions.pymc.compat import PYMC_MAJOR, posterior_dataset
-from pymc_partitions.pymc.terms import PartitionTerms
 from test_predictive import Exact, draws_result
 from test_pymc_sampling import add_likelihood
 
@@ -330,7 +329,7 @@ def test_a_known_partition_replicates_given_its_labels(unguarded, monkeypatch):
     known labels and the data (PyMC alone redrew the labels from the prior and the cluster
     parameters with them: replicates near the prior mean, the guard's absence fails the test)."""
     labels = np.array([0, 0, 1, 1, 1, 2, 2])
-    with pm.Model() as model:
+    with pm.Model():
         alpha = pm.Gamma("alpha", 2.0, 1.0)  # a free variable, for a trace to replicate from
         z = pmp.Partition("z", pmp.CRP(alpha), n=N, observed=labels)
         add_likelihood("diag", z, N)
