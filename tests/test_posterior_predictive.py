@@ -344,3 +344,27 @@ def test_a_known_partition_replicates_given_its_labels(unguarded, monkeypatch):
         law = _replicate_law("diag", y[labels == labels[item]])
         pvalue = stats.kstest(replicates[:, item, 0], law.cdf).pvalue
         assert (pvalue < 1e-6) if unguarded else (pvalue > 1e-3), (item, pvalue)
+
+
+@pytest.mark.parametrize("unguarded", [False, True])
+def test_a_known_partition_of_a_slot_model_replicates_given_its_labels(unguarded, monkeypatch):
+    """The same for a likelihood with slot parameters, mu[z]: each item's replicate under its own
+    cluster's posterior mean (PyMC alone redrew z, so items took other clusters' slots)."""
+    labels = np.array([0, 0, 0, 1, 1, 1, 2])
+    y = np.array([-4.0, -4.2, -3.9, 4.0, 4.1, 3.8, 0.3])
+    with pm.Model():
+        z = pmp.Partition("z", pmp.CRP(1.0), n=N, observed=labels)
+        mu = pm.Normal("mu", 0.0, 5.0, shape=N)
+        pm.Normal("y", mu=mu[z], sigma=1.0, observed=y)
+        idata = pm.sample(draws=1000, tune=500, chains=2, random_seed=3, compute_convergence_checks=False, **QUIET)
+        if unguarded:
+            monkeypatch.setattr(forward, "compile_forward_sampling_function",
+                                forward.compile_forward_sampling_function.__wrapped__)
+        pp = pm.sample_posterior_predictive(idata, random_seed=4, **QUIET)
+    replicates = posterior_dataset(pp, "posterior_predictive")["y"].values.reshape(-1, N)
+    for item in (1, 4, 6):
+        block = y[labels == labels[item]]
+        var = 1.0 / (1.0 / 25.0 + len(block))  # mu_k | data: Normal(var * sum(block), var)
+        law = stats.norm(var * block.sum(), np.sqrt(var + 1.0))
+        pvalue = stats.kstest(replicates[:, item], law.cdf).pvalue
+        assert (pvalue < 1e-6) if unguarded else (pvalue > 1e-3), (item, pvalue)

@@ -423,24 +423,21 @@ class CollapsedLikelihoodRV(RandomVariable):
         """The partition variable a likelihood ``rv`` depends on."""
         return rv.owner.inputs[2]
 
-    def posterior_replicate(self, rv, data=None, hyper=None, labels=None):
+    def posterior_replicate(self, rv, data=None, hyper=None):
         """The variable that replaces the likelihood ``rv`` when its partition is given (posterior
         predictive sampling): replicated data whose cluster parameters are drawn from their
         conditional posterior given the labels *and the observed data* -- ``data`` (a variable), by
         default ``rv.tag.observations``, which PyMC sets on every observed variable -- with the
-        hyperparameters ``hyper`` (variables; by default the likelihood's own) and the labels
-        ``labels`` (by default the partition variable; a known partition's observed labels). See
+        hyperparameters ``hyper`` (variables; by default the likelihood's own). See
         :func:`.guards.guard_forward_sampling`, which passes the values at sampling time."""
         observations = getattr(rv.tag, "observations", None)
         if observations is None:
             raise ValueError(f"{rv.name!r}: the collapsed likelihood has no observed data, so replicated data "
                              "cannot be drawn given its partition")
-        rng, size, partition, *params = rv.owner.inputs
+        rng, size, labels, *params = rv.owner.inputs
         data = observations if data is None else data
         hyper = params if hyper is None else list(hyper)
-        default = (data is observations and labels is None and len(hyper) == len(params)
-                   and all(a is b for a, b in zip(hyper, params)))
-        labels = partition if labels is None else labels
+        default = data is observations and len(hyper) == len(params) and all(a is b for a, b in zip(hyper, params))
         cached = _REPLICATES.get(rv) if default else None
         if cached is not None and cached[0] is data and cached[1] == tuple(rv.owner.inputs):
             return cached[2]
@@ -572,7 +569,7 @@ class BetaBernoulliNetworkRV(CollapsedLikelihoodRV):
                                   "parameters are defined for item-wise likelihoods only; for the block-pair "
                                   "probabilities use pymc_partitions.families.network.block_probabilities")
 
-    def posterior_replicate(self, rv, data=None, hyper=None, labels=None):
+    def posterior_replicate(self, rv, data=None, hyper=None):
         raise NotImplementedError(_NETWORK_NO_FORWARD)
 
 

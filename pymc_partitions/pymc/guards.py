@@ -423,8 +423,9 @@ def guard_forward_sampling() -> bool:
     ``posterior_replicate(rv)`` and ``partition_input(rv)`` (the collapsed likelihoods) and whose
     partition is among ``vars_in_trace`` is replaced by ``op.posterior_replicate(rv, data, hyper)``:
     cluster parameters drawn from their conditional posterior given the labels and the observed data.
-    A likelihood of a known partition (``observed=labels``) is replaced likewise, given those labels
-    (PyMC would redraw the partition from its prior and the replicates with it).
+    Every variable computed from a known partition (``observed=labels``) is drawn given those labels
+    (:func:`_known_partitions`), a collapsed likelihood of it replaced likewise; PyMC would redraw the
+    partition from its prior and the replicates with it. (The partition's own replicate stays PyMC's.)
     Should PyMC decide to draw that partition anew after all (it returns it among the variables it
     resamples: a trace variable with a resampled ancestor on PyMC 5, ``sample_vars`` on PyMC 6),
     the function is compiled again without that replacement (a prior predictive draw, which is
@@ -557,16 +558,22 @@ def _forward_sampling_wrapper(original, signature):
         outputs = list(bound.arguments["outputs"])
         in_trace = set(bound.arguments["vars_in_trace"])
         observed = _OBSERVED_AT_SAMPLING.get()
-        known = {rv: _known_labels(rv, observed) for rv in _replaceable(outputs)}
-        given = [rv for rv in known if rv.owner.op.partition_input(rv) in in_trace or known[rv] is not None]
+        known = _known_partitions(outputs, observed) if in_trace else {}  # (the prior predictive: untouched)
+        if known:  # every variable computed from a known partition: given its labels, not a redrawn partition
+            outputs = [o if o in known else r for o, r in zip(outputs, _replace_downstream(
+                outputs, known, redraw_random=True))]
+            bound.arguments["outputs"] = outputs
+        labels = {id(v) for v in known.values()}
+        given = [rv for rv in _replaceable(outputs)
+                 if rv.owner.op.partition_input(rv) in in_trace or id(rv.owner.op.partition_input(rv)) in labels]
         if not given:
-            return original(*args, **kwargs)
+            return original(*bound.args, **bound.kwargs)
         fitted = {rv: _fitted_inputs(rv, observed, bound.arguments.get("constant_data") or {}) for rv in given}
         while True:
             bound.arguments["outputs"] = _replace_downstream(
-                outputs, {rv: rv.owner.op.posterior_replicate(rv, *fitted[rv][:2], labels=known[rv]) for rv in given})
+                outputs, {rv: rv.owner.op.posterior_replicate(rv, *fitted[rv][:2]) for rv in given})
             fn, resampled = original(*bound.args, **bound.kwargs)
-            redrawn = [rv for rv in given if known[rv] is None and rv.owner.op.partition_input(rv) in resampled]
+            redrawn = [rv for rv in given if rv.owner.op.partition_input(rv) in resampled]
             if not redrawn:
                 break
             given = [rv for rv in given if rv not in redrawn]  # partition drawn anew: a prior draw is right
@@ -584,19 +591,24 @@ def _forward_sampling_wrapper(original, signature):
     return compile_forward_sampling_function
 
 
-def _known_labels(rv, observed):
-    """The labels of the collapsed likelihood ``rv``'s partition when that partition is observed (a
-    known partition: the replicates are drawn given its labels, not given a redrawn partition), as
-    recorded in the result's ``observed_data`` when it holds them; else None."""
+def _known_partitions(outputs, observed) -> dict:
+    """{partition: its labels} for the observed partitions (``observed=labels``: known partitions)
+    among the ancestors of ``outputs``, their labels as recorded in the result's ``observed_data``
+    when it holds them. PyMC would redraw such a partition from its prior and everything computed
+    from it with it: replicates of data given some other partition."""
     import pytensor.tensor as pt  # noqa: PLC0415
 
-    partition = rv.owner.op.partition_input(rv)
-    labels = getattr(partition.tag, "observations", None)
-    if labels is None:
-        return None
-    if observed is not None and partition.name in observed.data_vars:
-        return pt.constant(np.asarray(observed[partition.name].values, dtype=np.int64))
-    return labels
+    from .distributions import is_partition  # noqa: PLC0415
+
+    known = {}
+    for var in ancestors(outputs):
+        labels = getattr(var.tag, "observations", None) if is_partition(var) else None
+        if labels is None:
+            continue
+        if observed is not None and var.name in observed.data_vars:
+            labels = pt.constant(np.asarray(observed[var.name].values, dtype=np.int64))
+        known[var] = labels
+    return known
 
 
 def _replaceable(outputs):
@@ -605,10 +617,11 @@ def _replaceable(outputs):
             and hasattr(v.owner.op, "partition_input") and v is v.owner.outputs[1]]
 
 
-def _replace_downstream(outputs, replacements, *, keep_random=False):
+def _replace_downstream(outputs, replacements, *, keep_random=False, redraw_random=False):
     """``outputs`` with ``replacements`` applied, cloning only the nodes between them (the rest of
     the graph, trace variables included, keeps its identity). A random variable downstream of a
-    replacement is refused, or with ``keep_random`` kept as it is (its value comes from the trace)."""
+    replacement is refused, or with ``keep_random`` kept as it is (its value comes from the trace),
+    or with ``redraw_random`` cloned too (drawn anew from the replaced inputs)."""
     from pytensor.graph.traversal import toposort  # noqa: PLC0415
     from pytensor.tensor.random.op import RandomVariable  # noqa: PLC0415
 
@@ -616,7 +629,7 @@ def _replace_downstream(outputs, replacements, *, keep_random=False):
     for node in toposort(outputs):
         if not any(i in memo for i in node.inputs):
             continue
-        if isinstance(node.op, RandomVariable):
+        if isinstance(node.op, RandomVariable) and not redraw_random:
             if keep_random:
                 continue
             raise NotImplementedError(
