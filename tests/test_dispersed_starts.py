@@ -79,6 +79,21 @@ def test_initval_and_initvals_win_over_dispersed_starts():
     assert (got[0] == labels).all() and (got[1] == 0).all()
 
 
+def test_the_partitions_named_starts_in_pm_sample_initvals():
+    """pm.sample(initvals={"z": "dispersed"}) and the other names of Partition(initval=...): PyMC
+    knows only "support_point" and "prior" ("Invalid string strategy: dispersed")."""
+    dispersed = starts(normal_model(initval="one_block"), initvals={"z": "dispersed"})
+    assert len({tuple(row) for row in dispersed}) == 4 and dispersed.max() < DISPERSED_BLOCKS
+    assert (starts(normal_model(), initvals={"z": "one_block"}) == 0).all()
+    assert (starts(normal_model(), initvals={"z": "singletons"}) == np.arange(40)).all()
+    with pm.Model() as model:
+        z = pmp.Partition("z", pmp.FiniteDirichlet(1.0, 3), n=40)
+        pmp.NormalNormal("y", partition=z, mu0=3.0, sigma0=5.0, sigma=1.0, observed=Y)
+    with pytest.raises(ValueError, match="'z': initval 'singletons' has n=40 blocks but the FiniteDirichlet prior "
+                                         "allows at most k=3"):
+        starts(model, initvals={"z": "singletons"})
+
+
 def test_prior_initval_draws_from_the_prior_per_chain():
     z = starts(normal_model(initval="prior"))
     assert len({tuple(row) for row in z}) > 1

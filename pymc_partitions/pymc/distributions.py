@@ -63,12 +63,22 @@ class PartitionRV(RandomVariable):
         return (dist_params[3],)
 
     def check_initval(self, rv, strategy):
-        """Refuse a starting value PyMC would otherwise cast silently (``0.5`` -> ``0``) or that lies
-        outside the prior's support; called by :func:`~.guards.guard_initvals` before PyMC does."""
+        """The starting value PyMC gets for ``strategy``: the Partition's own names (``"dispersed"``,
+        ``"one_block"``, ``"singletons"``, also in ``pm.sample(initvals=...)``) made PyMC's, and labels
+        refused where PyMC would cast them silently (``0.5`` -> ``0``) or outside the prior's support;
+        called by :func:`~.guards.guard_initvals` before PyMC reads them."""
+        n, k = partition_size(rv), int(constant_value(rv.owner.inputs[-2]))
+        if isinstance(strategy, str) and strategy in _INITVAL_STRINGS:
+            if strategy == "singletons" and 0 < k < n:
+                raise ValueError(f"Partition {rv.name!r}: initval 'singletons' has n={n} blocks but the "
+                                 f"FiniteDirichlet prior allows at most k={k}")
+            labels = _partition_initval(rv.name, strategy, n, k)
+            return "support_point" if labels is None else labels
         if strategy is None or isinstance(strategy, (str, Variable)):
-            return
-        labels = check_labels(rv.name, strategy, partition_size(rv))
-        _check_support(rv.name, labels, int(constant_value(rv.owner.inputs[-2])))
+            return strategy
+        labels = check_labels(rv.name, strategy, n)
+        _check_support(rv.name, labels, k)
+        return strategy
 
     def rng_fn(self, rng, alpha, discount, k, n, size=None):
         code = FINITE_DIRICHLET if k > 0 else PITMAN_YOR

@@ -128,7 +128,8 @@ def record_partitions(ds: xr.Dataset, model) -> xr.Dataset:
 
 
 def guard_initvals() -> None:
-    """Let random-variable ops refuse starting values before PyMC casts them (difference 6).
+    """Let random-variable ops check starting values before PyMC casts them, and turn their own
+    named starts into PyMC's (a Partition's ``"dispersed"``, ``"one_block"``, ...; difference 6).
 
     Idempotent. ``pymc.initial_point.make_initial_point_fn`` looks the wrapped function up in
     its module at call time, so ``pm.sample``, ``model.initial_point()`` and
@@ -141,11 +142,12 @@ def guard_initvals() -> None:
         return
 
     def make_initial_point_expression(*args, initval_strategies=None, **kwargs):
-        for rv, strategy in (initval_strategies or {}).items():
+        strategies = dict(initval_strategies or {})
+        for rv, strategy in strategies.items():
             check = getattr(getattr(rv.owner, "op", None), "check_initval", None)
             if check is not None:
-                check(rv, strategy)
-        return original(*args, initval_strategies=initval_strategies, **kwargs)
+                strategies[rv] = check(rv, strategy)
+        return original(*args, initval_strategies=strategies if initval_strategies is not None else None, **kwargs)
 
     make_initial_point_expression._pmp_guard = True
     make_initial_point_expression.__wrapped__ = original
