@@ -368,3 +368,18 @@ def test_a_known_partition_of_a_slot_model_replicates_given_its_labels(unguarded
         law = stats.norm(var * block.sum(), np.sqrt(var + 1.0))
         pvalue = stats.kstest(replicates[:, item], law.cdf).pvalue
         assert (pvalue < 1e-6) if unguarded else (pvalue > 1e-3), (item, pvalue)
+
+
+def test_a_variable_drawn_given_a_known_partition_is_refused():
+    """A random variable of the trace computed from a known partition: PyMC redraws the partition,
+    and with it that variable from its prior instead of reading its posterior draws (silently)."""
+    import pytensor.tensor as pt
+
+    labels = np.array([0, 0, 0, 1, 1, 1, 2])
+    with pm.Model():
+        z = pmp.Partition("z", pmp.CRP(1.0), n=N, observed=labels)
+        w = pm.Normal("w", mu=pt.sum(z) * 0.1, sigma=10.0)
+        pm.Normal("y", mu=w, sigma=1.0, observed=np.arange(N, dtype=float))
+        idata = pm.sample(draws=50, tune=50, chains=1, random_seed=3, compute_convergence_checks=False, **QUIET)
+        with pytest.raises(NotImplementedError, match=r"\['w'\] depend on the known partition\(s\) \['z'\]"):
+            pm.sample_posterior_predictive(idata, random_seed=4, **QUIET)

@@ -562,6 +562,15 @@ def _forward_sampling_wrapper(original, signature):
         observed = _OBSERVED_AT_SAMPLING.get()
         known = _known_partitions(outputs, observed) if in_trace else {}  # (the prior predictive: untouched)
         if known:  # every variable computed from a known partition: given its labels, not a redrawn partition
+            from pytensor.tensor.random.op import RandomVariable  # noqa: PLC0415
+
+            dependent = sorted(v.name for v in in_trace if v.owner is not None and isinstance(v.owner.op, RandomVariable)
+                               and any(k in known for k in ancestors([v]) if k is not v))
+            if dependent:  # (Deterministics of it are recomputed from its replicate, as PyMC does)
+                raise NotImplementedError(
+                    f"pm.sample_posterior_predictive: {dependent} depend on the known partition(s) "
+                    f"{sorted(v.name for v in known)}, which PyMC redraws from the prior, so it would redraw them too "
+                    "instead of reading their posterior draws. Make the labels data (pm.Data) and index with them.")
             outputs = [o if o in known else r for o, r in zip(outputs, _replace_downstream(
                 outputs, known, redraw_random=True))]
             bound.arguments["outputs"] = outputs
