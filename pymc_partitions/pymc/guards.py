@@ -609,8 +609,6 @@ def _known_partitions(outputs, observed) -> dict:
     from it with it: replicates of data given some other partition."""
     import pytensor.tensor as pt  # noqa: PLC0415
 
-    from .distributions import is_partition  # noqa: PLC0415
-
     known = {}
     for var in ancestors(outputs):
         labels = getattr(var.tag, "observations", None) if is_partition(var) else None
