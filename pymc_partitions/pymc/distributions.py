@@ -140,6 +140,9 @@ class Partition(pm.Discrete):
         arbitrary: label switching), and they are in the prior and the posterior like any
         Deterministic. ``pm.sample``'s convergence checks use them (and the sampler statistic
         ``log_joint``) in place of the labels whether or not they are added.
+    observed : labels, optional
+        A known partition: data, checked like labels given as a start (e.g. to learn ``alpha``
+        from a given clustering; :doc:`models`).
 
     Examples
     --------
