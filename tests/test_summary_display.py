@@ -117,3 +117,29 @@ def test_more_than_two_columns_are_plotted_on_principal_components():
     import matplotlib.pyplot as plt  # noqa: PLC0415
 
     plt.close("all")
+
+
+def test_a_partition_left_out_of_the_trace_is_named():
+    """pm.sample(var_names=["alpha"]) keeps no trace of the partition: pmp.summary summarised alpha
+    alone without a word. With the model (argument or context) it now says the partition is missing;
+    with its number of clusters kept, or without a model to know of it, it stays quiet."""
+    logging.getLogger("pymc").setLevel(logging.ERROR)
+    y = np.array([-2.0, -1.6, 0.1, 1.7, 2.2])
+    with pm.Model() as model:
+        alpha = pm.Gamma("alpha", 2.0, 1.0)
+        z = pmp.Partition("z", pmp.CRP(alpha), n=5)
+        pmp.NormalNormal("y", partition=z, mu0=0.0, sigma0=2.0, sigma=0.7, observed=y)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            alone = pm.sample(draws=50, tune=20, chains=2, cores=1, progressbar=False, random_seed=1,
+                              var_names=["alpha"], compute_convergence_checks=False)
+            with_k = pm.sample(draws=50, tune=20, chains=2, cores=1, progressbar=False, random_seed=1,
+                               var_names=["alpha", "z_n_clusters"], compute_convergence_checks=False)
+        with pytest.warns(UserWarning, match=r"partition 'z' is not in the posterior.*var_names"):
+            assert list(pmp.summary(alone).index) == ["alpha"]
+    with pytest.warns(UserWarning, match=r"partition 'z' is not in the posterior"):
+        pmp.summary(alone, model=model)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        assert "z_n_clusters" in list(pmp.summary(with_k, model=model).index)
+        pmp.summary(alone)  # no model: nothing says a partition was sampled

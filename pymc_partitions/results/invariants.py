@@ -87,6 +87,29 @@ def _invariants(posterior, name, owner) -> dict[str, xr.DataArray]:
             names[1]: xr.DataArray(top / labels.shape[-1], dims=("chain", "draw"), coords=coords)}
 
 
+def _warn_left_out(model, names, owner):
+    """Warn when the model (the argument, else the one in context) has a sampled partition of which the
+    posterior holds neither the labels nor the label-invariant quantities (``pm.sample(var_names=...)``
+    left them out): the summary would otherwise lack them without a word."""
+    import warnings  # noqa: PLC0415
+
+    import pymc as pm  # noqa: PLC0415
+
+    if model is None:
+        try:
+            model = pm.modelcontext(None)
+        except TypeError:
+            return
+    if not isinstance(model, pm.Model):
+        return
+    missing = [rv.name for rv in model.free_RVs if is_partition(rv) and rv.name not in names
+               and not any(v in names for v in invariant_names(rv.name))]
+    if missing:
+        warnings.warn(f"{owner}: the model's partition {', '.join(map(repr, missing))} is not in the posterior, nor its "
+                      "number of clusters or largest share (did pm.sample(var_names=...) leave them out?): the "
+                      "result says nothing of it", UserWarning, stacklevel=3)
+
+
 def label_invariant(result, *, var_names=None, partitions=None, model=None):
     """A result whose posterior holds label-invariant quantities first, then the other variables,
     without the labels: what ``az.summary``, ``az.plot_trace``, ``az.ess``, ``az.rhat``,
@@ -102,7 +125,8 @@ def label_invariant(result, *, var_names=None, partitions=None, model=None):
     partition's: each is replaced by ``<slot>_by_size``, the occupied clusters' parameters ranked
     by size (largest first, :func:`~pymc_partitions.slot_views`), at the ranks every draw has (the
     largest cluster's at least). The slot variables are those of ``model``, else those the result
-    records, else those of the model in context.
+    records, else those of the model in context. A partition of that model whose labels and
+    quantities the posterior does not hold (``pm.sample(var_names=...)`` left them out) is warned of.
 
     Parameters
     ----------
@@ -142,6 +166,8 @@ def label_invariant(result, *, var_names=None, partitions=None, model=None):
                   if posterior[v].dtype.kind in "iu" and posterior[v].ndim == 3
                   and {"chain", "draw"} <= set(posterior[v].dims)}
     parts, _ = _partition_names(candidates, names, partitions, model, owner, posterior=posterior)
+    if partitions is None:
+        _warn_left_out(model, names, owner)
     data: dict[str, xr.DataArray] = {}
     for p in parts:
         data.update(_invariants(posterior, p, owner))
