@@ -532,3 +532,67 @@ def test_loo_is_quiet_about_arviz0s_overflow_on_a_very_heavy_tail():
             ref = az.loo(result, pointwise=True, reff=0.035)
         assert [w for w in caught if "overflow" in str(w.message)]
         assert _khat(ref)[0] == _khat(res)[0]
+
+
+KNOWN_Y = np.array([-2.0, -1.6, 0.1, 1.7, 2.2, 2.0])
+KNOWN_LABELS = np.array([0, 0, 1, 2, 2, 2])
+
+
+def _known_fit(rows, seed, draws=2000):
+    """A known partition (observed labels) with a collapsed likelihood whose sigma ~ HalfNormal(1)."""
+    with pm.Model() as model:
+        s = pm.HalfNormal("s", 1.0)
+        z = pmp.Partition("z", pmp.CRP(1.0), n=len(rows), observed=KNOWN_LABELS[rows])
+        pmp.NormalNormal("y", partition=z, mu0=0.0, sigma0=2.0, sigma=s, observed=KNOWN_Y[rows])
+        idata = pm.sample(draws=draws, tune=500, chains=2, cores=1, random_seed=seed, progressbar=False,
+                          compute_convergence_checks=False, idata_kwargs={"log_likelihood": True})
+    return model, idata
+
+
+def _known_log_evidence(rows):
+    """log p(y_rows | labels_rows) with sigma ~ HalfNormal(1) integrated out by quadrature: each block
+    is N(0, s^2 I + 4 11')."""
+    from scipy import integrate, stats  # noqa: PLC0415
+
+    y, labels = KNOWN_Y[rows], KNOWN_LABELS[rows]
+
+    def density(s):
+        total = stats.halfnorm.logpdf(s)
+        for b in np.unique(labels):
+            yb = y[labels == b]
+            total += stats.multivariate_normal.logpdf(yb, np.zeros(len(yb)), s * s * np.eye(len(yb)) + 4.0)
+        return np.exp(total)
+
+    return float(np.log(integrate.quad(density, 0.0, 12.0, limit=200)[0]))
+
+
+def test_a_known_partition_gives_pointwise_values_and_loo_estimates_the_exact_elpd():
+    """A known partition (observed=labels): pm.compute_log_likelihood gave its collapsed likelihood one
+    joint value per draw. Now l_i = log p(y_i | z, sigma, y_{-i}), item i's cluster given (its block's
+    predictive without i), so az.loo / pmp.loo estimate sum_i log p(y_i | z, y_{-i}) (sigma integrated
+    out here by quadrature); the refit path gives the refitted items' exact values too."""
+    from scipy import stats  # noqa: PLC0415
+
+    every = np.arange(N)
+    model, idata = _known_fit(every, 3)
+    ll = posterior_dataset(idata, "log_likelihood")["y"]
+    assert ll.dims == ("chain", "draw", "y_dim_0") and ll.shape == (2, 2000, N)
+    s0 = float(posterior_dataset(idata)["s"].values[0, 0])
+    for i in range(N):
+        mates = KNOWN_Y[(KNOWN_LABELS == KNOWN_LABELS[i]) & (every != i)]
+        prec = 1.0 / 4.0 + len(mates) / s0**2
+        want = stats.norm.logpdf(KNOWN_Y[i], mates.sum() / s0**2 / prec, np.sqrt(1.0 / prec + s0**2))
+        assert ll.values[0, 0, i] == pytest.approx(want, rel=1e-10)
+    joint = pmp.pointwise_log_likelihood(idata, model, joint=True)
+    np.testing.assert_allclose(joint["z_joint"].values, joint["y"].values, rtol=1e-12)  # one likelihood: the same
+    log_py = _known_log_evidence(every)
+    exact = np.array([log_py - _known_log_evidence(np.delete(every, i)) for i in range(N)])
+    res = pmp.loo(idata, var_name="y", model=model)
+    np.testing.assert_allclose(_elpd_i(res), exact, atol=0.03)
+    assert _elpd(res) == pytest.approx(exact.sum(), abs=0.08)
+    threshold = float(np.sort(_khat(res))[-3])  # refit the two items with the largest k
+    with model:
+        refitted = pmp.loo(idata, var_name="y", refit=lambda keep: _known_fit(keep, 5)[1], k_threshold=threshold)
+    changed = _khat(res) > threshold
+    assert changed.sum() == 2 and np.all(_khat(refitted)[changed] == 0.0)
+    np.testing.assert_allclose(_elpd_i(refitted)[changed], exact[changed], atol=0.02)

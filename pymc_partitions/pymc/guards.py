@@ -758,7 +758,7 @@ def _log_density_wrapper(original):
         for part in model.free_RVs:  # a partition's non-conjugate likelihoods: its cluster integrated out too
             if is_partition(part):
                 collapsed.extend(o.name for o in nonconjugate_likelihoods(model, part))
-        has_partition = any(is_partition(rv) for rv in model.free_RVs)
+        has_partition = any(is_partition(rv) for rv in model.free_RVs + model.observed_RVs)  # known ones too
         if not has_partition or _POINTWISE[0] is None:
             return original(*bound.args, **bound.kwargs)
         if arg.get("kind", "likelihood") != "likelihood" or not collapsed:

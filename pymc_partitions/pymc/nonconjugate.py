@@ -175,10 +175,10 @@ def _walk(model, partition, start):
 
 def nonconjugate_likelihoods(model, partition) -> list:
     """The observed variables of ``model`` that depend on ``partition`` other than as a collapsed
-    likelihood of this package."""
+    likelihood of this package (a known partition, itself observed, is not one of them)."""
     return list(dict.fromkeys(
         obs for obs in model.observed_RVs
-        if not isinstance(obs.owner.op, CollapsedLikelihoodRV) and partition in ancestors([obs])
+        if obs is not partition and not isinstance(obs.owner.op, CollapsedLikelihoodRV) and partition in ancestors([obs])
     ))
 
 

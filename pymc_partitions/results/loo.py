@@ -33,6 +33,10 @@ whose term ∫ f(y_i | θ) G0(dθ) is a Monte Carlo average over base-measure dr
 (:mod:`pymc_partitions.results.slot_predictive`); the identity above holds with (z_{-i}, phi)
 in place of z_{-i}.
 
+A known partition (``observed=labels``) is data: item i's cluster is given, and l_i(s) = log p(y_i |
+z, phi^s, y_{-i}), the predictive of item i's block without it; the identity holds with z fixed, so
+``az.loo`` estimates sum_i log p(y_i | z, y_{-i}).
+
 With several likelihoods on one partition (several observations of each item), the value for
 likelihood f is log p(y_i^f | z_{-i}, phi, y_{-i}, y_i^g for g != f): item i's other observations
 are conditioned on (they inform its cluster), and the identity holds for each f.
@@ -85,10 +89,12 @@ def _loo_terms(labels, items, prior_code, prior_params, codes, dims, data_off, s
 
     * ``joint[j]`` = log sum_k w_k prod_f p_f(y_i | k),
     * ``given[f, j]`` = log sum_k w_k prod_{g != f} p_g(y_i | k),
-    * ``norm[j]`` = log sum_k w_k.
+    * ``norm[j]`` = log sum_k w_k,
+    * ``own[f, j]`` = log p_f(y_i | the block of item i in ``labels``, without item i).
 
     ``joint - given[f]`` is log p(y_i^f | z_{-i}, y_{-i}, y_i^{g != f}); ``joint - norm`` and
-    ``given[f] - norm`` are log p(y_i | z_{-i}, y_{-i}) of all and of the other observations."""
+    ``given[f] - norm`` are log p(y_i | z_{-i}, y_{-i}) of all and of the other observations;
+    ``own[f]`` is log p(y_i^f | z, y_{-i}), item i's cluster given (a known partition)."""
     n_fam = codes.shape[0]
     scratch = np.empty(max(1, data.shape[1]))
     slot, sizes, st, _, k = _build(labels, codes, dims, data_off, stat_off, hyper_off, hyper, data, width, scratch)
@@ -96,6 +102,7 @@ def _loo_terms(labels, items, prior_code, prior_params, codes, dims, data_off, s
     joint = np.empty(items.shape[0])
     given = np.empty((n_fam, items.shape[0]))
     norm = np.empty(items.shape[0])
+    own = np.empty((n_fam, items.shape[0]))
     blocks = np.empty(k + 1, np.int64)
     prior_w = np.empty(k + 1)
     per_fam = np.zeros((n_fam, k + 1))
@@ -106,8 +113,11 @@ def _loo_terms(labels, items, prior_code, prior_params, codes, dims, data_off, s
         sizes[b] -= 1
         pack_update(codes, dims, data_off, stat_off, hyper_off, hyper, st, b, data, i, -1.0, scratch)
         m = 0
+        mine = -1  # position of item i's block among those of z_{-i} (-1: it was a singleton)
         for s in range(k):
             if sizes[s] > 0:
+                if s == b:
+                    mine = m
                 blocks[m] = s
                 prior_w[m] = log_join_weight(prior_code, prior_params, sizes[s])
                 m += 1
@@ -123,6 +133,8 @@ def _loo_terms(labels, items, prior_code, prior_params, codes, dims, data_off, s
             total[j] = prior_w[j]
             for f in range(n_fam):
                 total[j] += per_fam[f, j]
+        for f in range(n_fam):
+            own[f, j_item] = per_fam[f, m if mine < 0 else mine]
         joint[j_item] = _lse(total, count)
         norm[j_item] = _lse(prior_w, count)
         for f in range(n_fam):
@@ -134,7 +146,7 @@ def _loo_terms(labels, items, prior_code, prior_params, codes, dims, data_off, s
             given[f, j_item] = _lse(total, count)
         pack_update(codes, dims, data_off, stat_off, hyper_off, hyper, st, b, data, i, 1.0, scratch)
         sizes[b] += 1
-    return joint, given, norm
+    return joint, given, norm, own
 
 
 def _collapsed(model, var_names, owner, others=()):
@@ -155,10 +167,14 @@ def _collapsed(model, var_names, owner, others=()):
 
 def _terms_per_draw(result, model, part, items, owner):
     """(fitted, source, kept draw positions, joint (S, m), given (F, S, m), norm (S, m)): the
-    terms of :func:`_loo_terms` for the items ``items`` in every posterior draw of ``result``."""
+    terms of :func:`_loo_terms` for the items ``items`` in every posterior draw of ``result``. Of a
+    known partition (``observed=labels``), item i's cluster is given: joint = sum_f own[f],
+    given[f] = joint - own[f], norm = 0, so the differences the callers take are log p(y_i^f | z, y_{-i})
+    (item i's other observations are independent of it given z: each likelihood has its own clusters'
+    parameters)."""
     from .predictive import _read_result  # noqa: PLC0415
 
-    fitted, labels, _, keep, source = _read_result(result, model, part.name, owner)
+    fitted, labels, _, keep, source = _read_result(result, model, part.name, owner, known=True)
     n_draws = labels.shape[0]
     joint, norm = np.empty((n_draws, items.size)), np.empty((n_draws, items.size))
     given = np.empty((len(fitted.likelihoods), n_draws, items.size))
@@ -174,9 +190,12 @@ def _terms_per_draw(result, model, part, items, owner):
             pack = FamilyPack.build([op.kernel_part(x, *h) for op, x, h in zip(fitted.ops, fitted.data, per_likelihood)],
                                     n=fitted.n, names=fitted.names)
             cache_key = key
-        joint[s], given[:, s], norm[s] = _loo_terms(labels[s], items, fitted.prior_code, params, pack.codes, pack.dims,
-                                                    pack.data_off, pack.stat_off, pack.hyper_off, pack.hyper, pack.data,
-                                                    pack.width)
+        joint[s], given[:, s], norm[s], own = _loo_terms(labels[s], items, fitted.prior_code, params, pack.codes,
+                                                         pack.dims, pack.data_off, pack.stat_off, pack.hyper_off,
+                                                         pack.hyper, pack.data, pack.width)
+        if fitted.known:
+            joint[s], norm[s] = own.sum(0), 0.0
+            given[:, s] = joint[s] - own
     return fitted, source, keep, joint, given, norm
 
 
@@ -255,7 +274,8 @@ def pointwise_log_likelihood(result, model=None, *, var_names=None, base_draws=N
     ``base_draws`` fresh base-measure draws per posterior draw and item (default 200; seeded by
     ``random_seed``). The same identity holds, so ``az.loo`` estimates the same elpd_loo as from
     log f(y_i | phi_{z_i}) (PyMC's own pointwise value given the draw's labels and slots), with
-    far less variable importance ratios (item i's cluster is not conditioned on).
+    far less variable importance ratios (item i's cluster is not conditioned on). Of a known
+    partition (``observed=labels``): log p(y_i | z, phi, y_{-i}), item i's cluster given.
 
     Returns a Dataset with one variable per likelihood, dims ``("chain", "draw", <obs dim>)``, where
     ``<obs dim>`` is the likelihood's first dimension in the model (``dims=``) or ``<name>_dim_0``.
@@ -566,6 +586,14 @@ def _refitted_log_predictive(fit, result, model, part, rv, i, owner) -> float:
                         f"{type(fit).__name__}")
     post = posterior_dataset(fit)
     n = partition_size(part)
+    groups = {group: posterior_dataset(result, group) for group in ("observed_data", "constant_data")
+              if group in group_names(result)}
+    if part in model.observed_RVs:  # a known partition: item i's cluster is given, the labels are the result's
+        groups["posterior"] = post[[v for v in post.data_vars if v != part.name]]
+        fitted, _, _, joint, given, norm = _terms_per_draw(new_result(groups), model, part, np.array([i], np.int64),
+                                                           owner)
+        f = fitted.likelihoods.index(rv)
+        return float(_logmeanexp(joint[:, 0], axis=0) - _logmeanexp(given[f, :, 0], axis=0))
     if part.name not in post.data_vars or post[part.name].ndim != 3 or post[part.name].shape[-1] != n - 1:
         raise ValueError(f"{owner}: the result refit returned for item {i} must hold the partition {part.name!r} "
                          f"with n - 1 = {n - 1} items (draws, chains, items)")
@@ -577,11 +605,7 @@ def _refitted_log_predictive(fit, result, model, part, rv, i, owner) -> float:
                          f"integer labels in [0, {n - 1})")
     full = np.insert(values.astype(np.int64), i, n - 1, axis=2)  # item i alone: its own label is integrated out
     others = [v for v in post.data_vars if v != part.name and item_dim not in post[v].dims]
-    fake_post = post[others].assign({part.name: (("chain", "draw", "__loo_item__"), full)})
-    groups = {"posterior": fake_post}
-    for group in ("observed_data", "constant_data"):
-        if group in group_names(result):
-            groups[group] = posterior_dataset(result, group)
+    groups["posterior"] = post[others].assign({part.name: (("chain", "draw", "__loo_item__"), full)})
     fitted, _, _, joint, given, norm = _terms_per_draw(new_result(groups), model, part, np.array([i], np.int64), owner)
     f = fitted.likelihoods.index(rv)
     return float(_logmeanexp(joint[:, 0] - norm[:, 0], axis=0) - _logmeanexp(given[f, :, 0] - norm[:, 0], axis=0))

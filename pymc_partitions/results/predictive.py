@@ -44,7 +44,8 @@ from ..summaries.draws import _weights, canonical_rows, scaled_weights
 from ..pymc.compat import ancestors
 from ..pymc.distributions import check_data, constant_value, is_partition, likelihood_names, no_partition_found
 from ..pymc.terms import ObservedData, PartitionTerms
-from .reader import add_groups, group_names, is_result, new_result, not_a_result_hint, partition_draws, posterior_dataset
+from .reader import (DrawSource, add_groups, group_names, is_result, new_result, not_a_result_hint, partition_draws,
+                     posterior_dataset)
 from .slot_predictive import DEFAULT_BASE_DRAWS, SlotPredictive, has_slots
 from .summaries import CLUSTERING_GROUP, point_estimate
 
@@ -73,13 +74,15 @@ def _model(model, owner):
     return model
 
 
-def _partition_name(model, var_name, owner):
+def _partition_name(model, var_name, owner, known=False):
+    """The name of the partition to read: ``var_name``, else the model's only sampled partition;
+    ``known``: a known partition (``observed=labels``) is accepted too."""
     if var_name is not None:
         if not isinstance(var_name, str):
             raise TypeError(f"{owner}: var_name must be a variable name (str), got {var_name!r}")
         if var_name not in model.named_vars or not is_partition(model[var_name]):
             raise ValueError(f"{owner}: var_name {var_name!r} is not a pmp.Partition variable of the model")
-        if model[var_name] in model.observed_RVs:
+        if model[var_name] in model.observed_RVs and not known:
             raise ValueError(f"{owner}: the partition {var_name!r} is observed: a known partition is data, not a "
                              "variable with posterior draws")
         return var_name
@@ -96,9 +99,10 @@ class _Fitted:
     """A partition of a model, its collapsed likelihoods, the data the posterior was fitted to and
     the hyperparameters' values per posterior draw."""
 
-    def __init__(self, model, var_name, result, owner):
+    def __init__(self, model, var_name, result, owner, known=False):
         self.owner = owner
-        self.name = _partition_name(model, var_name, owner)
+        self.name = _partition_name(model, var_name, owner, known)
+        self.known = model[self.name] in model.observed_RVs
         if has_slots(model, model[self.name]):
             raise ValueError(f"{owner}: the partition {self.name!r} has non-conjugate likelihoods (slot parameters "
                              f"indexed by it, e.g. mu[{self.name}]); {owner} needs collapsed ones "
@@ -216,14 +220,18 @@ def _select(shape, draws, owner):
     return (np.arange(chains)[:, None] * per_chain + keep[None, :]).ravel(), keep
 
 
-def _read_result(result, model, var_name, owner, draws=None):
-    """(fitted, posterior, labels (S, n) canonical of the kept draws, flat indices, kept draw positions, source)."""
+def _read_result(result, model, var_name, owner, draws=None, known=False):
+    """(fitted, posterior, labels (S, n) canonical of the kept draws, flat indices, kept draw positions, source);
+    ``known``: ``var_name`` may name a known partition, whose labels are then those of every draw."""
     if not is_result(result):
         raise TypeError(f"{owner}: expected the result of pm.sample (arviz.InferenceData or xarray.DataTree), "
                         f"got {type(result).__name__}{not_a_result_hint(result)}")
     model = _model(model, owner)
-    fitted = _Fitted(model, var_name, result, owner)
-    values, source = partition_draws(result, fitted.name, model, owner)
+    fitted = _Fitted(model, var_name, result, owner, known)
+    if fitted.known:
+        values, source = _known_draws(result, model, fitted.name, owner)
+    else:
+        values, source = partition_draws(result, fitted.name, model, owner)
     if values.shape[2] != fitted.n:
         raise ValueError(f"{owner}: the posterior's {fitted.name!r} has {values.shape[2]} items but the model's "
                          f"partition has n={fitted.n}")
@@ -232,6 +240,27 @@ def _read_result(result, model, var_name, owner, draws=None):
     posterior = posterior_dataset(result)
     fitted.bind(posterior, index)
     return fitted, labels.astype(np.int64), index, keep, source
+
+
+def _known_draws(result, model, name, owner):
+    """(chain, draw, n) labels of the known partition ``name`` in every posterior draw, and their
+    source: the result's ``observed_data``, else the model's labels."""
+    posterior = posterior_dataset(result)
+    observed = posterior_dataset(result, "observed_data") if "observed_data" in group_names(result) else {}
+    if name in observed:
+        labels = np.asarray(observed[name].values)
+        items = np.asarray(observed[name][observed[name].dims[0]].values)
+    else:
+        labels = constant_value(model.rvs_to_values[model[name]])
+        if labels is None:
+            raise ValueError(f"{owner}: the result has no observed_data for the known partition {name!r} and its labels "
+                             "in the model are not constant (pm.Data): pass the whole result of pm.sample")
+        labels = np.asarray(labels)
+        items = np.arange(labels.shape[-1])
+    labels = labels.astype(np.int64)
+    chains, draws = np.asarray(posterior["chain"].values), np.asarray(posterior["draw"].values)
+    values = np.broadcast_to(labels, (chains.size, draws.size, labels.size))
+    return values, DrawSource(name, "known partition (observed)", items, chains, draws)
 
 
 def _given_points(x, fitted, owner):
