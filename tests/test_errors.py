@@ -133,18 +133,15 @@ def test_observed_labels_outside_a_finite_prior_support():
 
 
 def test_a_known_partition_is_named_where_a_partition_to_sample_is_needed():
-    """A model whose only partition is observed has nothing to sample or predict over; the refusal
-    says so rather than that the model has no partition."""
+    """A model whose only partition is observed has nothing to sample; the refusal says so rather
+    than that the model has no partition."""
     with pm.Model() as model:
         z = pmp.Partition("z", pmp.CRP(1.0), n=6, observed=[0, 0, 1, 1, 2, 2])
         pmp.NormalNormal("y", partition=z, mu0=0.0, sigma0=5.0, sigma=1.0, observed=Y)
     known = r"no unknown pmp.Partition variable \('z' observed: a known partition is data\)"
     with pytest.raises(ValueError, match=known):
         pmp.sample_unbiased(model, n_pairs=2, k=2, m=4, cores=1, random_seed=1)
-    with pytest.raises(ValueError, match="join_probabilities: the model has " + known):
-        pmp.join_probabilities([0, 0, 1, 1, 2, 2], [0.0], model)
-    with pytest.raises(ValueError, match="join_probabilities: the partition 'z' is observed: a known partition is data"):
-        pmp.join_probabilities([0, 0, 1, 1, 2, 2], [0.0], model, var_name="z")
+    # (the predictive functions read a known partition: tests/test_predictive.py)
     with pm.Model() as empty:
         pm.Normal("x")
     with pytest.raises(ValueError, match=r"the model has no pmp.Partition variable$"):

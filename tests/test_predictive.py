@@ -269,3 +269,52 @@ def test_cluster_parameters_full_and_niw_dims():
         pmp.NormalNormal("y", partition=z, mu0=0.0, cov0=COV0, cov=COV, observed=data(n)[0])
     again = pmp.cluster_parameters(draws_result(draws), full, draws=1, random_seed=np.random.default_rng(0))
     assert again["y_mu"].shape == (1, 1, 3, 2) and list(again.data_vars) == ["cluster_size", "y_mu"]
+
+
+def test_a_known_partition_predicts_given_its_labels():
+    """A known partition (observed=labels) was refused by the predictive functions ("a known partition
+    is data"). Given its labels in every draw: the predictive density and the join probabilities are
+    the CRP(alpha)-weighted mixtures over the known groups and a new one, averaged over alpha's
+    posterior draws (computed here with scipy); cluster parameters and replicates are drawn given the
+    labels; a slot model of a known partition is refused naming what to use."""
+    y = np.array([-2.0, -1.6, 0.1, 1.7, 2.2, 2.0])
+    labels = np.array([0, 0, 1, 2, 2, 2])
+    with pm.Model() as model:
+        alpha = pm.Gamma("alpha", 2.0, 1.0)
+        z = pmp.Partition("z", pmp.CRP(alpha), n=6, observed=labels)
+        pmp.NormalNormal("y", partition=z, mu0=0.0, sigma0=2.0, sigma=0.7, observed=y)
+        idata = pm.sample(draws=300, tune=200, chains=2, cores=1, progressbar=False, random_seed=1,
+                          compute_convergence_checks=False)
+    x = np.array([-2.0, 0.0, 2.0, 6.0])
+    alphas = posterior_dataset(idata)["alpha"].values.ravel()
+    terms = np.empty((alphas.size, 4, len(x)))  # (draw, group or new, point)
+    for j, a in enumerate(alphas):
+        for b in range(3):
+            yb = y[labels == b]
+            precision = 1 / 4.0 + len(yb) / 0.49
+            terms[j, b] = len(yb) / (6 + a) * stats.norm.pdf(x, yb.sum() / 0.49 / precision,
+                                                              np.sqrt(1 / precision + 0.49))
+        terms[j, 3] = a / (6 + a) * stats.norm.pdf(x, 0.0, np.sqrt(4.49))
+    density = pmp.predictive_density(idata, x, model)
+    np.testing.assert_allclose(density["density"].values, terms.sum(axis=1).mean(axis=0), rtol=1e-10)
+    joins = pmp.join_probabilities(idata, x, model)
+    np.testing.assert_allclose(joins.values, (terms / terms.sum(axis=1, keepdims=True)).mean(axis=0).T, rtol=1e-10)
+    assert joins.attrs["clustering"] == "the known partition" and joins["cluster_size"].values.tolist() == [2, 1, 3, 0]
+    params = pmp.cluster_parameters(idata, model, random_seed=0)
+    assert params["cluster_size"].values[0, 0].tolist() == [2, 1, 3]
+    means = params["y_mu"].values[..., 0].reshape(-1, 3).mean(axis=0)
+    want = [(y[labels == b].sum() / 0.49) / (1 / 4.0 + (labels == b).sum() / 0.49) for b in range(3)]
+    np.testing.assert_allclose(means, want, atol=0.1)
+    replicates = posterior_dataset(pmp.sample_posterior_predictive(idata, model, random_seed=0), "posterior_predictive")
+    np.testing.assert_allclose(replicates["y"].values[..., 0].mean(axis=(0, 1)), np.array(want)[labels], atol=0.15)
+    with pm.Model() as slots:
+        z = pmp.Partition("z", pmp.CRP(1.0), n=6, observed=labels)
+        mu = pm.Normal("mu", 0.0, 2.0, shape=6)
+        pm.Normal("y", mu[z], 0.7, observed=y)
+        slot_idata = pm.sample(draws=20, tune=20, chains=1, progressbar=False, random_seed=1,
+                               compute_convergence_checks=False)
+    with pytest.raises(ValueError, match="the known partition 'z' has non-conjugate likelihoods.*"
+                                         "pm.sample_posterior_predictive"):
+        pmp.predictive_density(slot_idata, x, slots)
+    with pytest.raises(ValueError, match="the known partition 'z' has non-conjugate likelihoods"):
+        pmp.join_probabilities(slot_idata, x, slots)

@@ -174,7 +174,7 @@ def _terms_per_draw(result, model, part, items, owner):
     parameters)."""
     from .predictive import _read_result  # noqa: PLC0415
 
-    fitted, labels, _, keep, source = _read_result(result, model, part.name, owner, known=True)
+    fitted, labels, _, keep, source = _read_result(result, model, part.name, owner)
     n_draws = labels.shape[0]
     joint, norm = np.empty((n_draws, items.size)), np.empty((n_draws, items.size))
     given = np.empty((len(fitted.likelihoods), n_draws, items.size))

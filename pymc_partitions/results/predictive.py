@@ -42,7 +42,7 @@ from ..families.mixture import join_log_probabilities, log_predictive_density
 from ..summaries import labels_vector
 from ..summaries.draws import _weights, canonical_rows, scaled_weights
 from ..pymc.compat import ancestors
-from ..pymc.distributions import check_data, constant_value, is_partition, likelihood_names, no_partition_found
+from ..pymc.distributions import check_data, constant_value, is_partition, likelihood_names
 from ..pymc.terms import ObservedData, PartitionTerms
 from .reader import (DrawSource, add_groups, group_names, is_result, new_result, not_a_result_hint, partition_draws,
                      posterior_dataset)
@@ -74,21 +74,19 @@ def _model(model, owner):
     return model
 
 
-def _partition_name(model, var_name, owner, known=False):
-    """The name of the partition to read: ``var_name``, else the model's only sampled partition;
-    ``known``: a known partition (``observed=labels``) is accepted too."""
+def _partition_name(model, var_name, owner):
+    """The name of the partition to read: ``var_name``, else the model's only sampled partition,
+    else its only known one (``observed=labels``: the same labels in every draw)."""
     if var_name is not None:
         if not isinstance(var_name, str):
             raise TypeError(f"{owner}: var_name must be a variable name (str), got {var_name!r}")
         if var_name not in model.named_vars or not is_partition(model[var_name]):
             raise ValueError(f"{owner}: var_name {var_name!r} is not a pmp.Partition variable of the model")
-        if model[var_name] in model.observed_RVs and not known:
-            raise ValueError(f"{owner}: the partition {var_name!r} is observed: a known partition is data, not a "
-                             "variable with posterior draws")
         return var_name
-    parts = [rv.name for rv in model.free_RVs if is_partition(rv)]
+    parts = [rv.name for rv in model.free_RVs if is_partition(rv)] or \
+        [rv.name for rv in model.observed_RVs if is_partition(rv)]
     if not parts:
-        raise ValueError(f"{owner}: the model has {no_partition_found(model)}")
+        raise ValueError(f"{owner}: the model has no pmp.Partition variable")
     if len(parts) > 1:
         raise ValueError(f"{owner}: the model has several partition variables {parts}; pass var_name='...' naming "
                          "the partition")
@@ -99,15 +97,17 @@ class _Fitted:
     """A partition of a model, its collapsed likelihoods, the data the posterior was fitted to and
     the hyperparameters' values per posterior draw."""
 
-    def __init__(self, model, var_name, result, owner, known=False):
+    def __init__(self, model, var_name, result, owner):
         self.owner = owner
-        self.name = _partition_name(model, var_name, owner, known)
+        self.name = _partition_name(model, var_name, owner)
         self.known = model[self.name] in model.observed_RVs
         if has_slots(model, model[self.name]):
-            raise ValueError(f"{owner}: the partition {self.name!r} has non-conjugate likelihoods (slot parameters "
-                             f"indexed by it, e.g. mu[{self.name}]); {owner} needs collapsed ones "
-                             f"({likelihood_names()}). For this model: pm.sample_posterior_predictive (replicated "
-                             "data), pmp.slot_views (each item's cluster parameters), pmp.predictive_density")
+            instead = ("pm.sample_posterior_predictive (replicated data given the known labels)" if self.known else
+                       "pm.sample_posterior_predictive (replicated data), pmp.slot_views (each item's cluster "
+                       "parameters), pmp.predictive_density")
+            raise ValueError(f"{owner}: the {'known ' if self.known else ''}partition {self.name!r} has non-conjugate "
+                             f"likelihoods (slot parameters indexed by it, e.g. mu[{self.name}]); {owner} needs "
+                             f"collapsed ones ({likelihood_names()}). For this model: {instead}")
         terms = PartitionTerms(model, self.name, read_data=False)  # the data: from the result (below)
         if not terms.likelihoods:
             raise ValueError(f"{owner}: the partition {self.name!r} has no collapsed likelihood ({likelihood_names()}), "
@@ -220,14 +220,14 @@ def _select(shape, draws, owner):
     return (np.arange(chains)[:, None] * per_chain + keep[None, :]).ravel(), keep
 
 
-def _read_result(result, model, var_name, owner, draws=None, known=False):
+def _read_result(result, model, var_name, owner, draws=None):
     """(fitted, posterior, labels (S, n) canonical of the kept draws, flat indices, kept draw positions, source);
-    ``known``: ``var_name`` may name a known partition, whose labels are then those of every draw."""
+    a known partition's labels are those of every draw."""
     if not is_result(result):
         raise TypeError(f"{owner}: expected the result of pm.sample (arviz.InferenceData or xarray.DataTree), "
                         f"got {type(result).__name__}{not_a_result_hint(result)}")
     model = _model(model, owner)
-    fitted = _Fitted(model, var_name, result, owner, known)
+    fitted = _Fitted(model, var_name, result, owner)
     if fitted.known:
         values, source = _known_draws(result, model, fitted.name, owner)
     else:
@@ -362,7 +362,8 @@ def predictive_density(result, x, model=None, *, var_name=None, level: float = 0
     prior's sequential weights (joining cluster b, or opening a new one: the new-cluster term
     uses the prior predictive); see :mod:`pymc_partitions.families.mixture`. ``density`` is its mean
     over the draws (Rao-Blackwellised: cluster parameters integrated out exactly), ``lower`` and
-    ``upper`` its pointwise equal-tailed ``level`` quantiles over the draws.
+    ``upper`` its pointwise equal-tailed ``level`` quantiles over the draws. A known partition
+    (``observed=labels``) has its labels in every draw (the hyperparameters still vary).
 
     Parameters
     ----------
@@ -423,6 +424,10 @@ def predictive_density(result, x, model=None, *, var_name=None, level: float = 0
     if is_result(result):
         model = _model(model, owner)
         rv = model[_partition_name(model, var_name, owner)]
+        if has_slots(model, rv) and rv in model.observed_RVs:
+            raise ValueError(f"{owner}: the known partition {rv.name!r} has non-conjugate likelihoods (slot parameters "
+                             f"indexed by it, e.g. mu[{rv.name}]): {owner} of such a model needs a sampled partition; "
+                             "pm.sample_posterior_predictive gives replicated data given the known labels")
         if has_slots(model, rv):
             return _slot_density(result, x, model, rv, level, draws, weights, max_bytes, keep_draws,
                                  DEFAULT_BASE_DRAWS if base_draws is None else base_draws, random_seed, owner)
@@ -525,6 +530,9 @@ def _density(read, x, level, weights, max_bytes, owner, keep_draws=False):
 def _clustering(result, labels, fitted, model, var_name, owner):
     if labels is not None:
         return labels_vector(labels, fitted.n, what="labels", owner=owner), "labels argument"
+    if fitted.known:
+        values, _ = _known_draws(result, model, fitted.name, owner)
+        return labels_vector(values[0, 0], fitted.n, what="the known partition", owner=owner), "the known partition"
     if CLUSTERING_GROUP in group_names(result):
         group = posterior_dataset(result, CLUSTERING_GROUP)
         if "estimate" in group and group.attrs.get("partition_var", fitted.name) == fitted.name:
@@ -544,8 +552,9 @@ def join_probabilities(result_or_labels, x, model=None, *, labels=None, var_name
     collapsed predictives p (several likelihoods: as in :func:`predictive_density`). With a
     ``pm.sample`` result, hyperparameters that are random variables take each posterior draw's
     values and the probabilities are averaged over the draws; the clustering is ``labels``, else
-    the result's ``clustering`` group estimate (:func:`pmp.summarize_clustering`), else
-    ``pmp.point_estimate(result, random_seed=0)``. With a label vector instead of a result, the
+    a known partition's labels (``observed=labels``: a classifier of new items into the known
+    groups, or a new one), else the result's ``clustering`` group estimate
+    (:func:`pmp.summarize_clustering`), else ``pmp.point_estimate(result, random_seed=0)``. With a label vector instead of a result, the
     model's hyperparameters must be fixed numbers and its current data are used.
 
     Returns an ``xarray.DataArray`` with dims ``("point", "cluster")``: clusters 0..K-1 of the
