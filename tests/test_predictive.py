@@ -12,7 +12,7 @@ from scipy import stats
 from scipy.special import logsumexp
 
 import pymc_partitions as pmp
-from enumeration import ess, exact_posterior
+from enumeration import ess
 from models import COV, COV0, data, gamma_mixed_log_eppf
 from pymc_partitions.families.kernels import FamilyPack
 from pymc_partitions.partition import enumerate_partitions
@@ -148,7 +148,7 @@ def _grid_posterior(model, values_of, nodes, log_prior_of, log_density):
     """Draws (partition, node) with exact weights on a grid of hyperparameter values: weight =
     quadrature weight x prior density of the node x p(partition | node) x p(data | partition, node)."""
     parts = enumerate_partitions(PartitionTerms(model, "z").n)
-    rows, weights, exacts = [], [], []
+    rows, exacts = [], []
     for node, q in nodes:
         exact = Exact(model, log_prior_of(node), values_of(node))
         _, lj = exact.posterior()
@@ -307,6 +307,10 @@ def test_a_known_partition_predicts_given_its_labels():
     np.testing.assert_allclose(means, want, atol=0.1)
     replicates = posterior_dataset(pmp.sample_posterior_predictive(idata, model, random_seed=0), "posterior_predictive")
     np.testing.assert_allclose(replicates["y"].values[..., 0].mean(axis=(0, 1)), np.array(want)[labels], atol=0.15)
+    for summary in (pmp.point_estimate, pmp.coclustering):  # nothing to estimate: the known labels are the answer
+        for model_given in ({}, {"model": model}):
+            with pytest.raises(ValueError, match="'z' is known \\(observed=labels\\), so it is data"):
+                summary(idata, **model_given)
     with pm.Model() as slots:
         z = pmp.Partition("z", pmp.CRP(1.0), n=6, observed=labels)
         mu = pm.Normal("mu", 0.0, 2.0, shape=6)

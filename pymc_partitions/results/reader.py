@@ -232,6 +232,10 @@ def partition_draws(result, var_name, model, owner) -> tuple[np.ndarray, DrawSou
                   and posterior[v].ndim == 3}
     parts, how = _partition_names(candidates, names, None if var_name is None else [var_name], model, owner,
                                   remedy=_VAR_NAME_REMEDY, posterior=posterior)
+    if not parts and var_name is None and (known := _known_partitions(result, model, names)):
+        raise ValueError(f"{owner}: the posterior has no draws of a partition: {', '.join(map(repr, known))} is "
+                         "known (observed=labels), so it is data, not a draw, and its labels are the answer "
+                         "(they are in the observed_data group)")
     if len(parts) != 1:
         found = f"several partition variables {parts}" if parts else "no partition variable"
         raise ValueError(f"{owner}: found {found} in the posterior (variables {names}). {_VAR_NAME_REMEDY}")
@@ -243,6 +247,23 @@ def partition_draws(result, var_name, model, owner) -> tuple[np.ndarray, DrawSou
     items = np.asarray(da[item_dim].values) if item_dim in da.coords else np.arange(values.shape[2])
     chains, draws = np.asarray(posterior["chain"].values), np.asarray(posterior["draw"].values)
     return values, DrawSource(name, how, items, chains, draws)
+
+
+def _known_partitions(result, model, names) -> list[str]:
+    """The known (observed) partitions of ``model`` (else the model in context), else those whose
+    labels are in the result's observed_data beside their invariants in the posterior."""
+    if model is None:
+        try:
+            model = pm.modelcontext(None)
+        except TypeError:
+            model = None
+    if isinstance(model, pm.Model):
+        if any(is_partition(rv) for rv in model.free_RVs):
+            return []
+        return [rv.name for rv in model.observed_RVs if is_partition(rv)]
+    if "observed_data" not in group_names(result):
+        return []
+    return [v for v in posterior_dataset(result, "observed_data").data_vars if f"{v}_n_clusters" in names]
 
 
 def _array_source(a: np.ndarray) -> DrawSource:
