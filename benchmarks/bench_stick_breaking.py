@@ -85,8 +85,30 @@ MU_SD, SIGMA_SD, NU, TRUNCATION = 2.0, 0.5, 4.0, 30
 SIGMA_IG = (3.0, 1.0)
 #: with ``--faithful-prior variance``: the clusters' variance sigma^2 ~ InverseGamma(shape, scale) instead
 VARIANCE_IG = (3.0, 0.5)
-#: "sigma" (sigma ~ InverseGamma(3, 1)) or "variance" (sigma^2 ~ InverseGamma(3, 0.5)); set by ``--faithful-prior``
+#: with ``--faithful-prior gallery``: the PyMC gallery's prior per coordinate, precision tau ~ Gamma(1, 1),
+#: lambda ~ Gamma(10, 1) and mu ~ Normal(0, precision lambda * tau) (shape, rate)
+GALLERY_TAU, GALLERY_LAMBDA = (1.0, 1.0), (10.0, 1.0)
+#: "sigma" (sigma ~ InverseGamma(3, 1)), "variance" (sigma^2 ~ InverseGamma(3, 0.5)) or "gallery"; set by
+#: ``--faithful-prior``
 FAITHFUL_PRIOR = "sigma"
+
+
+def gallery_prior(name):
+    """Whether data set ``name``'s clusters carry the gallery's prior (``--faithful-prior gallery``)."""
+    return name == "faithful" and FAITHFUL_PRIOR == "gallery"
+
+
+def cluster_parameters(name, shape, dims=None):
+    """The clusters' (mu, sigma) inside a model: mu ~ Normal(0, 2) and :func:`sigma_prior`, or the gallery's
+    precision-scaled prior (sigma = tau^-1/2, recorded as tau and lambda_)."""
+    import pymc as pm
+
+    kwargs = {"dims": dims} if dims is not None else {"shape": shape}
+    if gallery_prior(name):
+        tau = pm.Gamma("tau", alpha=GALLERY_TAU[0], beta=GALLERY_TAU[1], **kwargs)
+        lam = pm.Gamma("lambda_", alpha=GALLERY_LAMBDA[0], beta=GALLERY_LAMBDA[1], **kwargs)
+        return pm.Normal("mu", 0.0, tau=lam * tau, **kwargs), 1.0 / pm.math.sqrt(tau)
+    return pm.Normal("mu", 0.0, MU_SD, **kwargs), sigma_prior(name, shape, dims)
 
 
 def variance_prior(name):
@@ -108,7 +130,10 @@ def sigma_prior(name, shape, dims=None):
 
 
 def sigma_draws(post):
-    """The recorded clusters' sigma: ``sigma``, or the square root of ``sigma2`` under the variance prior."""
+    """The recorded clusters' sigma: ``sigma``, the square root of ``sigma2`` under the variance prior, or
+    tau^-1/2 under the gallery's."""
+    if "tau" in post:
+        return 1.0 / np.sqrt(post["tau"].values)
     return np.sqrt(post["sigma2"].values) if "sigma2" in post else post["sigma"].values
 
 
@@ -137,7 +162,11 @@ def g0_density(name, points, draws=200_000, seed=12345):
     rng = np.random.default_rng(seed)
     shape = (draws,) if name == "galaxies" else (draws, 2)
     mu = rng.normal(0.0, MU_SD, shape)
-    if name == "galaxies":
+    if gallery_prior(name):  # numpy's gamma takes (shape, scale)
+        tau = rng.gamma(GALLERY_TAU[0], 1.0 / GALLERY_TAU[1], shape)
+        lam = rng.gamma(GALLERY_LAMBDA[0], 1.0 / GALLERY_LAMBDA[1], shape)
+        mu, sigma = rng.normal(0.0, 1.0, shape) / np.sqrt(lam * tau), 1.0 / np.sqrt(tau)
+    elif name == "galaxies":
         sigma = np.abs(rng.normal(0.0, SIGMA_SD, shape))
     elif variance_prior(name):
         sigma = np.sqrt(VARIANCE_IG[1] / rng.gamma(VARIANCE_IG[0], 1.0, shape))
@@ -179,8 +208,7 @@ def slot_model(name, y):
     with pm.Model() as model:
         alpha = pm.Gamma("alpha", 1.0, 1.0)
         z = pmp.Partition("z", pmp.CRP(alpha), n=n)
-        mu = pm.Normal("mu", 0.0, MU_SD, shape=shape)
-        sigma = sigma_prior(name, shape)
+        mu, sigma = cluster_parameters(name, shape)
         if name == "galaxies":
             pm.StudentT("y", nu=NU, mu=mu[z], sigma=sigma[z], observed=y)
         else:
@@ -236,7 +264,7 @@ def initial_partitions(n, chains, starts):
     return [cycle[c % 3] for c in range(chains)]
 
 
-def log_joint(model, post, shape, k, slots=("mu", "sigma", "sigma2")):
+def log_joint(model, post, shape, k, slots=("mu", "sigma", "sigma2", "tau", "lambda_")):
     """The log joint density of the partition, alpha, the occupied slots and the data at every draw (no
     Jacobian; the unused slots, fresh base-measure draws each draw, are left out: they are noise)."""
     import pytensor
@@ -289,8 +317,7 @@ def stick_breaking(name, y, points, draws, tune, chains, seed, T=TRUNCATION, tar
             sigma = sigma_prior(name, None, dims="component")
             pm.Mixture("y", w, pm.StudentT.dist(nu=NU, mu=mu, sigma=sigma), observed=y)
         else:
-            mu = pm.Normal("mu", 0.0, MU_SD, shape=(T, 2))
-            sigma = sigma_prior(name, (T, 2))
+            mu, sigma = cluster_parameters(name, (T, 2))
             comp = pm.logp(pm.Normal.dist(mu[None], sigma[None]), y[:, None, :]).sum(-1)  # (n, T)
             pm.Potential("y", pm.math.logsumexp(pt.log(w)[None] + comp, axis=1).sum())
 
@@ -428,7 +455,10 @@ def blocked_gibbs(name, y, points, draws, burn, chains, seed, T=TRUNCATION, powe
     sum_{j>k} n_j); alpha given the sticks, Gamma(T, 1 - sum log(1 - beta_k)) (conjugate to Gamma(1, 1));
     the empty components' (mu, sigma) from the base measure; every occupied component's mu and log sigma
     (each coordinate) by a slice update given its items. K = occupied components of the labels. ``power``
-    multiplies the log-likelihood: 0 samples the prior (its check against :func:`prior_k`)."""
+    multiplies the log-likelihood: 0 samples the prior (its check against :func:`prior_k`). Not written for
+    the gallery's prior."""
+    if gallery_prior(name):
+        raise SystemExit("--sides gibbs: the reference sampler is not written for --faithful-prior gallery")
     rng = np.random.default_rng([seed, 2001])
     yy = y.reshape(len(y), -1)
     n, D = yy.shape
@@ -648,9 +678,10 @@ def main(argv=None):
     parser.add_argument("--load", default=None,
                         help="comma-separated .npz files written by --save: compared with this invocation's runs as if "
                              "run here (the chains of one run's files with different seeds pooled)")
-    parser.add_argument("--faithful-prior", choices=("sigma", "variance"), default="sigma",
-                        help="Faithful's clusters: sigma ~ InverseGamma(3, 1) per coordinate (the default), or the "
-                             "variance sigma^2 ~ InverseGamma(3, 0.5) (run labels get '+var')")
+    parser.add_argument("--faithful-prior", choices=("sigma", "variance", "gallery"), default="sigma",
+                        help="Faithful's clusters: sigma ~ InverseGamma(3, 1) per coordinate (the default), the "
+                             "variance sigma^2 ~ InverseGamma(3, 0.5) (run labels get '+var'), or the gallery's "
+                             "tau ~ Gamma(1, 1), lambda ~ Gamma(10, 1), mu ~ Normal(0, precision lambda tau) ('+gal')")
     parser.add_argument("--prior-k", type=int, default=0, metavar="DRAWS",
                         help="also simulate K's prior under both models (CRP and truncated stick-breaking, "
                              "alpha ~ Gamma(1, 1), each data set's n) with this many draws")
@@ -678,7 +709,7 @@ def main(argv=None):
             if args.check_gibbs:
                 check_reference(name, y, points, sb, args.gibbs_draws, args.gibbs_burn, args.chains, args.seed)
         runs = dict(loaded.get(name, {}))
-        tag = "+var" if variance_prior(name) else ""
+        tag = "+var" if variance_prior(name) else "+gal" if gallery_prior(name) else ""
         if "ours" in sides:
             for config in args.configs.split(","):
                 runs[f"ours-{config}{tag}"] = ours(name, y, points, draws, args.tune, args.chains, args.seed,

@@ -11,13 +11,14 @@ import pymc as pm
 import pytensor.tensor as pt
 import pytest
 from scipy import integrate, stats
-from scipy.special import betaln
+from scipy.special import betaln, gammaln
 
 import pymc_partitions as pmp
 from enumeration import check_against, ess, exact_posterior, frequencies, total_variation, tv_tolerance
 from pymc_partitions.families import kernels
 from pymc_partitions.families.kernels import FamilyPack
 from pymc_partitions.pymc.compat import posterior_dataset, setup_chain
+from pymc_partitions.pymc.nonconjugate import NonConjugateModel
 from pymc_partitions.samplers.gibbs import log_joint
 
 Y = np.array([-2.1, -1.6, -1.9, 1.8, 2.3, 0.4])
@@ -730,6 +731,79 @@ def test_a_base_measure_with_slot_by_slot_dependence_matches_the_niw_enumeration
     together = (samples[:, 0] == samples[:, 1]).astype(float)
     tv, tol = check_against(parts, p, samples, [k, together], wrong=wrong)
     assert tv < tol
+
+
+def _gallery_block(y, lam_shape, lam_rate, a=2.0, b=2.0):
+    """log marginal of block y under tau ~ Gamma(a, b), lambda ~ Gamma(lam_shape, lam_rate),
+    mu ~ N(0, 1 / (lambda tau)), y_i ~ N(mu, 1 / tau): Normal-gamma in closed form given lambda, then
+    quadrature over lambda."""
+    n, mean = len(y), y.mean()
+    a_n = a + n / 2
+
+    def density(lam):
+        b_n = b + 0.5 * ((y - mean) ** 2).sum() + lam * n * mean ** 2 / (2 * (lam + n))
+        log_m = (-n / 2 * np.log(2 * np.pi) + 0.5 * np.log(lam / (lam + n)) + a * np.log(b) - a_n * np.log(b_n)
+                 + gammaln(a_n) - gammaln(a))
+        return np.exp(stats.gamma.logpdf(lam, lam_shape, scale=1 / lam_rate) + log_m)
+    return np.log(integrate.quad(density, 0.0, np.inf, limit=200)[0])
+
+
+def gallery_model(prior, lam_rate=1.0, y=Y):
+    """PyMC's gallery DP-mixture prior as slots: precision tau, and a per-slot lambda that only the means' prior
+    reads (mu ~ N(0, precision lambda tau)), not the likelihood."""
+    slots = prior.k if isinstance(prior, pmp.FiniteDirichlet) else len(y)
+    with pm.Model() as model:
+        z = pmp.Partition("z", prior, n=len(y))
+        tau = pm.Gamma("tau", 2.0, 2.0, shape=slots)
+        lam = pm.Gamma("lambda_", 3.0, lam_rate, shape=slots)
+        mu = pm.Normal("mu", 0.0, tau=lam * tau, shape=slots)
+        pm.Normal("y", mu[z], 1.0 / pt.sqrt(tau[z]), observed=y)
+    return model
+
+
+@pytest.mark.parametrize("prior_name, slot_update", [("crp", "metropolis"), ("finite_dirichlet", "slice"),
+                                                     ("pitman_yor", "hmc")])
+def test_a_per_slot_hyperparameter_outside_the_likelihood_matches_enumeration(prior_name, slot_update):
+    """The gallery's prior: lambda (one per slot) enters only the means' prior, so it is a slot variable
+    too (drawn, relabelled and updated with the slots). It was left to NUTS as if shared, and the draws of
+    fresh slots failed on its shape. Against the exact posterior (blocks by quadrature over lambda), with
+    power against lambda ~ Gamma(3, 10)."""
+    prior = PRIORS[prior_name]
+
+    def exact_gallery(rate):
+        cache = {}
+
+        def log_joint_of(p):
+            total = prior.log_eppf(p)
+            for b in np.unique(p):
+                key = tuple(np.flatnonzero(p == b))
+                if key not in cache:
+                    cache[key] = _gallery_block(Y[list(key)], 3.0, rate)
+                total += cache[key]
+            return total
+        return exact_posterior(len(Y), log_joint_of)
+
+    model = gallery_model(prior)
+    assert [v.name for v in NonConjugateModel(model, "z").slot_rvs] == ["tau", "lambda_", "mu"]
+    parts, p = exact_gallery(1.0)
+    _, wrong = exact_gallery(10.0)
+    samples, _ = drive(model, 4000, seed=4, slot_update=slot_update)
+    k = samples.max(axis=1).astype(float)
+    together = (samples[:, 0] == samples[:, 1]).astype(float)
+    tv, tol = check_against(parts, p, samples, [k, together], wrong=wrong)
+    assert tv < tol
+
+
+def test_pm_sample_gives_per_slot_hyperparameters_to_the_partition_step():
+    """pm.sample assigns lambda (read by the means' prior only) to NonConjugateGibbs with the other slots, not
+    to NUTS, and the results record it as a slot variable (its label-invariant view by cluster size)."""
+    model = gallery_model(PRIORS["crp"])
+    with model:
+        result = pm.sample(draws=30, tune=30, chains=1, random_seed=1, progressbar=False,
+                           compute_convergence_checks=False)
+    assert "step_size" not in posterior_dataset(result, "sample_stats")  # no NUTS step ran
+    views = pmp.label_invariant(result, model=model)
+    assert {"tau_by_size", "lambda__by_size", "mu_by_size"} <= set(posterior_dataset(views).data_vars)
 
 
 def test_slots_not_iid_through_other_slot_variables_are_refused():

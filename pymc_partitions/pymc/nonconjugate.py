@@ -183,12 +183,40 @@ def nonconjugate_likelihoods(model, partition) -> list:
 
 
 def slot_variables(model, partition) -> list:
-    """The free variables indexed by ``partition`` in its non-conjugate likelihoods (in model order)."""
+    """The free variables indexed by ``partition`` in its non-conjugate likelihoods, and the per-slot
+    parents of their distributions (:func:`_per_slot_parents`), in model order."""
     found = set()
     for obs in nonconjugate_likelihoods(model, partition):
         indexed = _walk(model, partition, obs.owner.inputs)[1]
         found |= indexed
+    found |= _per_slot_parents(model, partition, found)
     return [v for v in model.free_RVs if v in found]
+
+
+def _first_length(var):
+    """The length of ``var``'s first axis (None for a scalar): static if known, else evaluated (dims)."""
+    if var.type.ndim == 0:
+        return None
+    length = _static_first(var)
+    return int(var.shape[0].eval()) if length is None else length
+
+
+def _per_slot_parents(model, partition, slots) -> set:
+    """The free variables that the distributions of the slot variables ``slots`` read with one row per slot
+    (first axis as long as the slot variable's), e.g. the gallery's lambda in
+    ``mu = pm.Normal("mu", 0, tau=lambda_ * tau, shape=n)``: slot j's parameters are drawn together from the
+    base measure, so they are slot variables too (and their own per-slot parents, recursively). That each one
+    enters slot j only is checked numerically (``NonConjugateModel._check_base_iid``)."""
+    free = set(model.free_RVs) - {partition}
+    found, stack = set(), [v for v in slots if v.owner is not None]
+    while stack:
+        child = stack.pop()
+        length = _first_length(child)
+        for a in ancestors(child.owner.inputs, blockers=list(model.rvs_to_values)):
+            if a in free and a not in slots and a not in found and a.type.ndim >= 1 and _first_length(a) == length:
+                found.add(a)
+                stack.append(a)
+    return found
 
 
 def _static_first(var):
@@ -256,6 +284,7 @@ class NonConjugateModel:
                                  f"slot[{name}]")
             slots |= indexed
             self._casts |= casts
+        slots |= _per_slot_parents(model, rv, slots)
         self.slot_rvs = [v for v in model.free_RVs if v in slots]
         self._check_slots(model, rv)
         self._check_observed(model)
