@@ -4,6 +4,7 @@ reproduces the exact posterior of a conjugate model written through the non-conj
 log-normal, Bernoulli-Beta: block marginals by quadrature), the cluster mean's law (KS), pm.sample assigns it, and every
 model it cannot sample is refused with a clear error."""
 
+import functools
 import warnings
 
 import numpy as np
@@ -761,6 +762,21 @@ def gallery_model(prior, lam_rate=1.0, y=Y):
     return model
 
 
+def exact_gallery(prior, rate, y=Y):
+    """The gallery model's exact partition posterior (with lambda ~ Gamma(3, rate))."""
+    cache = {}
+
+    def log_joint_of(p):
+        total = prior.log_eppf(p)
+        for b in np.unique(p):
+            key = tuple(np.flatnonzero(p == b))
+            if key not in cache:
+                cache[key] = _gallery_block(y[list(key)], 3.0, rate)
+            total += cache[key]
+        return total
+    return exact_posterior(len(y), log_joint_of)
+
+
 @pytest.mark.parametrize("prior_name, slot_update", [("crp", "metropolis"), ("finite_dirichlet", "slice"),
                                                      ("pitman_yor", "hmc")])
 def test_a_per_slot_hyperparameter_outside_the_likelihood_matches_enumeration(prior_name, slot_update):
@@ -769,24 +785,10 @@ def test_a_per_slot_hyperparameter_outside_the_likelihood_matches_enumeration(pr
     fresh slots failed on its shape. Against the exact posterior (blocks by quadrature over lambda), with
     power against lambda ~ Gamma(3, 10)."""
     prior = PRIORS[prior_name]
-
-    def exact_gallery(rate):
-        cache = {}
-
-        def log_joint_of(p):
-            total = prior.log_eppf(p)
-            for b in np.unique(p):
-                key = tuple(np.flatnonzero(p == b))
-                if key not in cache:
-                    cache[key] = _gallery_block(Y[list(key)], 3.0, rate)
-                total += cache[key]
-            return total
-        return exact_posterior(len(Y), log_joint_of)
-
     model = gallery_model(prior)
     assert [v.name for v in NonConjugateModel(model, "z").slot_rvs] == ["tau", "lambda_", "mu"]
-    parts, p = exact_gallery(1.0)
-    _, wrong = exact_gallery(10.0)
+    parts, p = exact_gallery(prior, 1.0)
+    _, wrong = exact_gallery(prior, 10.0)
     samples, _ = drive(model, 4000, seed=4, slot_update=slot_update)
     k = samples.max(axis=1).astype(float)
     together = (samples[:, 0] == samples[:, 1]).astype(float)
@@ -799,11 +801,29 @@ def test_pm_sample_gives_per_slot_hyperparameters_to_the_partition_step():
     to NUTS, and the results record it as a slot variable (its label-invariant view by cluster size)."""
     model = gallery_model(PRIORS["crp"])
     with model:
-        result = pm.sample(draws=30, tune=30, chains=1, random_seed=1, progressbar=False,
+        result = pm.sample(draws=1000, tune=300, chains=2, random_seed=1, progressbar=False,
                            compute_convergence_checks=False)
     assert "step_size" not in posterior_dataset(result, "sample_stats")  # no NUTS step ran
     views = pmp.label_invariant(result, model=model)
     assert {"tau_by_size", "lambda__by_size", "mu_by_size"} <= set(posterior_dataset(views).data_vars)
+    # the predictive density (its new-cluster term drawn from the base measure, lambda with the others) against
+    # the exact one: sum over partitions of p(partition) sum_b w_b m(y_b + x) / m(y_b) (and w_new m(x)), CRP(1.2)
+    x = np.array([-2.0, 0.0, 2.0])
+    out = pmp.predictive_density(result, x, model, keep_draws=True, random_seed=0)
+    draws = out["density_draws"].values
+    se = np.array([draws[..., g].std() / np.sqrt(ess(draws[..., g].ravel())) for g in range(x.size)])
+    for rate, ok in ((1.0, True), (10.0, False)):
+        parts, p = exact_gallery(PRIORS["crp"], rate)
+        block = functools.lru_cache(maxsize=None)(lambda rows, point=None: _gallery_block(
+            np.r_[Y[list(rows)], [] if point is None else [point]], 3.0, rate))
+        exact = np.zeros(x.size)
+        for part, w in zip(parts, p):
+            for g, point in enumerate(x):
+                terms = [np.sum(part == b) * np.exp(block(tuple(np.flatnonzero(part == b)), point)
+                                                    - block(tuple(np.flatnonzero(part == b))))
+                         for b in np.unique(part)]
+                exact[g] += w * (np.sum(terms) + 1.2 * np.exp(block((), point))) / (len(Y) + 1.2)
+        assert (np.max(np.abs(out["density"].values - exact) / se) < 4.5) == ok
 
 
 def test_slots_not_iid_through_other_slot_variables_are_refused():
