@@ -826,6 +826,44 @@ def test_pm_sample_gives_per_slot_hyperparameters_to_the_partition_step():
         assert (np.max(np.abs(out["density"].values - exact) / se) < 4.5) == ok
 
 
+def test_per_slot_parents_are_told_from_shared_vectors():
+    """A parent as long as the slot axis is a slot variable when its row j enters slot j only (expanded to
+    vector slots, or two levels deep), stays shared when it enters every slot (a location vector of length
+    D = k, which a length rule alone would have taken for per-slot), and is refused when its rows enter other
+    slots (reversed)."""
+    y2 = np.stack([Y, Y[::-1]], axis=1)
+
+    def slots_of(build, prior=PRIORS["crp"]):
+        with pm.Model() as model:
+            build(pmp.Partition("z", prior, n=len(Y)))
+        return [v.name for v in NonConjugateModel(model, "z").slot_rvs]
+
+    def expanded(z):
+        tau, lam = pm.Gamma("tau", 2.0, 2.0, shape=(6, 2)), pm.Gamma("lam", 3.0, 1.0, shape=6)
+        mu = pm.Normal("mu", 0.0, tau=lam[:, None] * tau, shape=(6, 2))
+        pm.Normal("y", mu[z], 1.0 / pt.sqrt(tau[z]), observed=y2)
+
+    def two_levels(z):
+        eta = pm.Gamma("eta", 2.0, 1.0, shape=6)
+        lam, tau = pm.Gamma("lam", 3.0, eta, shape=6), pm.Gamma("tau", 2.0, 2.0, shape=6)
+        pm.Normal("y", pm.Normal("mu", 0.0, tau=lam * tau, shape=6)[z], 1.0 / pt.sqrt(tau[z]), observed=Y)
+
+    def shared_location(z):  # k = D = 2
+        w = pm.Normal("w", 0.0, 1.0, shape=2)
+        pm.Normal("y", pm.Normal("mu", w, 2.0, shape=(2, 2))[z], 1.0, observed=y2)
+
+    assert slots_of(expanded) == ["tau", "lam", "mu"]
+    assert slots_of(two_levels) == ["eta", "lam", "tau", "mu"]
+    assert slots_of(shared_location, pmp.FiniteDirichlet(1.0, 2)) == ["mu"]
+
+    def reversed_rows():
+        z = pmp.Partition("z", pmp.CRP(1.0), n=6)
+        tau, lam = pm.Gamma("tau", 2.0, 2.0, shape=6), pm.Gamma("lam", 3.0, 1.0, shape=6)
+        pm.Normal("y", pm.Normal("mu", 0.0, tau=lam[::-1] * tau, shape=6)[z], 1.0 / pt.sqrt(tau[z]), observed=Y)
+    _refused(reversed_rows, r"'lam' has one row per slot of 'mu' but its last row enters the distribution of other "
+                            r"slots of 'mu' \(slots \[0\] of 6\)")
+
+
 def test_slots_not_iid_through_other_slot_variables_are_refused():
     """A slot distribution may depend on another slot variable's same slot only: depending on other
     slots (reversed, a mean over slots) or on the position (a constant varying along the axis, hidden

@@ -202,21 +202,49 @@ def _first_length(var):
 
 
 def _per_slot_parents(model, partition, slots) -> set:
-    """The free variables that the distributions of the slot variables ``slots`` read with one row per slot
-    (first axis as long as the slot variable's), e.g. the gallery's lambda in
-    ``mu = pm.Normal("mu", 0, tau=lambda_ * tau, shape=n)``: slot j's parameters are drawn together from the
-    base measure, so they are slot variables too (and their own per-slot parents, recursively). That each one
-    enters slot j only is checked numerically (``NonConjugateModel._check_base_iid``)."""
+    """The free variables that the distributions of the slot variables ``slots`` read row by row, one row per
+    slot, e.g. the gallery's lambda in ``mu = pm.Normal("mu", 0, tau=lambda_ * tau, shape=n)``: slot j's
+    parameters are drawn together from the base measure, so they are slot variables too (and their own per-slot
+    parents, recursively). A parent as long as the slot axis that enters every slot (a shared vector of length
+    k = D) stays shared. That each one enters slot j only, the same way, is checked when the step is built
+    (``NonConjugateModel._check_base_iid``)."""
     free = set(model.free_RVs) - {partition}
     found, stack = set(), [v for v in slots if v.owner is not None]
     while stack:
         child = stack.pop()
         length = _first_length(child)
         for a in ancestors(child.owner.inputs, blockers=list(model.rvs_to_values)):
-            if a in free and a not in slots and a not in found and a.type.ndim >= 1 and _first_length(a) == length:
+            if (a in free and a not in slots and a not in found and a.type.ndim >= 1 and _first_length(a) == length
+                    and _enters_slot_by_slot(model, child, a)):
                 found.add(a)
                 stack.append(a)
     return found
+
+
+def _enters_slot_by_slot(model, child, parent) -> bool:
+    """Whether moving ``parent``'s last row (at the model's initial point) moves the log density of ``child``'s
+    last slot and of no other slot (row j of the parent belongs to slot j), or of every slot (shared: False);
+    anything else (``lambda_[::-1]``) is refused."""
+    logp = model.compile_logp(vars=[child], sum=False, jacobian=False)
+    point = model.initial_point(0)
+    name = model.rvs_to_values[parent].name
+
+    def per_slot(values):
+        lp = np.asarray(logp(values)[0], dtype=np.float64)
+        return lp.reshape(lp.shape[0], -1).sum(axis=1) if lp.ndim else lp.reshape(1)
+
+    moved = np.array(point[name], dtype=np.float64)
+    moved[-1] += 0.25
+    before, after = per_slot(point), per_slot({**point, name: moved.astype(point[name].dtype)})
+    changed = ~np.isclose(before, after, rtol=1e-12, atol=0.0)
+    if before.shape[0] != _first_length(child) or changed.all() or not changed.any():
+        return False  # shared by every slot (or not read there)
+    if changed[-1] and not changed[:-1].any():
+        return True
+    raise ValueError(f"{parent.name!r} has one row per slot of {child.name!r} but its last row enters the distribution "
+                     f"of other slots of {child.name!r} (slots {np.flatnonzero(changed).tolist()} of "
+                     f"{changed.size}): a per-slot parameter of the base measure must enter slot j with its row j "
+                     f"(e.g. pm.Normal('{child.name}', 0, tau={parent.name} * tau, shape=n)), not reordered or combined")
 
 
 def _static_first(var):
