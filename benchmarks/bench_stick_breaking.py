@@ -22,6 +22,9 @@ models:
   update did, K 10-12 and log joint +12000); InverseGamma vanishes faster than any power at 0.
   ``--faithful-prior variance``: the conventional prior on the variance instead, sigma_b^2 ~
   InverseGamma(3, 0.5) per coordinate (``sigma = pm.math.sqrt(sigma2)``; run labels get ``+var``).
+  ``--faithful-prior gallery``: the PyMC gallery's prior per coordinate, precision tau_b ~ Gamma(1, 1),
+  lambda_b ~ Gamma(10, 1), mu_b ~ Normal(0, precision lambda_b tau_b) (``+gal``; lambda is a slot variable
+  that only the means' prior reads; ``benchmarks/reference_gallery.py`` is an independent collapsed sampler).
 * alpha ~ Gamma(1, 1) (the gallery's), a Dirichlet process with concentration alpha.
 
 The package: the slot model of issue 21 (``z = pmp.Partition("z", pmp.CRP(alpha), n=n)``,
