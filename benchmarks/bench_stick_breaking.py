@@ -22,9 +22,11 @@ models:
   update did, K 10-12 and log joint +12000); InverseGamma vanishes faster than any power at 0.
   ``--faithful-prior variance``: the conventional prior on the variance instead, sigma_b^2 ~
   InverseGamma(3, 0.5) per coordinate (``sigma = pm.math.sqrt(sigma2)``; run labels get ``+var``).
-  ``--faithful-prior gallery``: the PyMC gallery's prior per coordinate, precision tau_b ~ Gamma(1, 1),
-  lambda_b ~ Gamma(10, 1), mu_b ~ Normal(0, precision lambda_b tau_b) (``+gal``; lambda is a slot variable
-  that only the means' prior reads; ``benchmarks/reference_gallery.py`` is an independent collapsed sampler).
+  ``--faithful-prior gallery``: the PyMC gallery's prior per coordinate, tau_b ~ Gamma(1, 1), lambda_b ~
+  Gamma(10, 1), mu_b ~ Normal(0, precision lambda_b tau_b) and the items' precision lambda_b tau_b too
+  (``+gal``). ``--faithful-prior kappa``: the same priors but the items' precision tau_b alone, so lambda_b
+  (a random kappa of a Normal-gamma prior) is a slot variable only the means' prior reads (``+kap``).
+  ``benchmarks/reference_gallery.py`` is an independent collapsed sampler of both.
 * alpha ~ Gamma(1, 1) (the gallery's), a Dirichlet process with concentration alpha.
 
 The package: the slot model of issue 21 (``z = pmp.Partition("z", pmp.CRP(alpha), n=n)``,
@@ -88,29 +90,31 @@ MU_SD, SIGMA_SD, NU, TRUNCATION = 2.0, 0.5, 4.0, 30
 SIGMA_IG = (3.0, 1.0)
 #: with ``--faithful-prior variance``: the clusters' variance sigma^2 ~ InverseGamma(shape, scale) instead
 VARIANCE_IG = (3.0, 0.5)
-#: with ``--faithful-prior gallery``: the PyMC gallery's prior per coordinate, precision tau ~ Gamma(1, 1),
-#: lambda ~ Gamma(10, 1) and mu ~ Normal(0, precision lambda * tau) (shape, rate)
+#: with ``--faithful-prior gallery`` or ``kappa``: the PyMC gallery's priors per coordinate, tau ~ Gamma(1, 1),
+#: lambda ~ Gamma(10, 1) and mu ~ Normal(0, precision lambda * tau) (shape, rate); the items' precision is
+#: lambda * tau (gallery) or tau (kappa)
 GALLERY_TAU, GALLERY_LAMBDA = (1.0, 1.0), (10.0, 1.0)
-#: "sigma" (sigma ~ InverseGamma(3, 1)), "variance" (sigma^2 ~ InverseGamma(3, 0.5)) or "gallery"; set by
+#: "sigma" (sigma ~ InverseGamma(3, 1)), "variance" (sigma^2 ~ InverseGamma(3, 0.5)), "gallery" or "kappa"; set by
 #: ``--faithful-prior``
 FAITHFUL_PRIOR = "sigma"
 
 
 def gallery_prior(name):
-    """Whether data set ``name``'s clusters carry the gallery's prior (``--faithful-prior gallery``)."""
-    return name == "faithful" and FAITHFUL_PRIOR == "gallery"
+    """Whether data set ``name``'s clusters carry the gallery's priors (``--faithful-prior gallery`` or ``kappa``)."""
+    return name == "faithful" and FAITHFUL_PRIOR in ("gallery", "kappa")
 
 
 def cluster_parameters(name, shape, dims=None):
     """The clusters' (mu, sigma) inside a model: mu ~ Normal(0, 2) and :func:`sigma_prior`, or the gallery's
-    precision-scaled prior (sigma = tau^-1/2, recorded as tau and lambda_)."""
+    precision-scaled priors (recorded as tau and lambda_; sigma = (lambda tau)^-1/2, or tau^-1/2 under kappa)."""
     import pymc as pm
 
     kwargs = {"dims": dims} if dims is not None else {"shape": shape}
     if gallery_prior(name):
         tau = pm.Gamma("tau", alpha=GALLERY_TAU[0], beta=GALLERY_TAU[1], **kwargs)
         lam = pm.Gamma("lambda_", alpha=GALLERY_LAMBDA[0], beta=GALLERY_LAMBDA[1], **kwargs)
-        return pm.Normal("mu", 0.0, tau=lam * tau, **kwargs), 1.0 / pm.math.sqrt(tau)
+        precision = lam * tau if FAITHFUL_PRIOR == "gallery" else tau
+        return pm.Normal("mu", 0.0, tau=lam * tau, **kwargs), 1.0 / pm.math.sqrt(precision)
     return pm.Normal("mu", 0.0, MU_SD, **kwargs), sigma_prior(name, shape, dims)
 
 
@@ -134,9 +138,10 @@ def sigma_prior(name, shape, dims=None):
 
 def sigma_draws(post):
     """The recorded clusters' sigma: ``sigma``, the square root of ``sigma2`` under the variance prior, or
-    tau^-1/2 under the gallery's."""
+    (lambda tau)^-1/2 under the gallery's (tau^-1/2 under kappa)."""
     if "tau" in post:
-        return 1.0 / np.sqrt(post["tau"].values)
+        precision = post["tau"].values * (post["lambda_"].values if FAITHFUL_PRIOR == "gallery" else 1.0)
+        return 1.0 / np.sqrt(precision)
     return np.sqrt(post["sigma2"].values) if "sigma2" in post else post["sigma"].values
 
 
@@ -168,7 +173,8 @@ def g0_density(name, points, draws=200_000, seed=12345):
     if gallery_prior(name):  # numpy's gamma takes (shape, scale)
         tau = rng.gamma(GALLERY_TAU[0], 1.0 / GALLERY_TAU[1], shape)
         lam = rng.gamma(GALLERY_LAMBDA[0], 1.0 / GALLERY_LAMBDA[1], shape)
-        mu, sigma = rng.normal(0.0, 1.0, shape) / np.sqrt(lam * tau), 1.0 / np.sqrt(tau)
+        mu = rng.normal(0.0, 1.0, shape) / np.sqrt(lam * tau)
+        sigma = 1.0 / np.sqrt(lam * tau if FAITHFUL_PRIOR == "gallery" else tau)
     elif name == "galaxies":
         sigma = np.abs(rng.normal(0.0, SIGMA_SD, shape))
     elif variance_prior(name):
@@ -461,7 +467,7 @@ def blocked_gibbs(name, y, points, draws, burn, chains, seed, T=TRUNCATION, powe
     multiplies the log-likelihood: 0 samples the prior (its check against :func:`prior_k`). Not written for
     the gallery's prior."""
     if gallery_prior(name):
-        raise SystemExit("--sides gibbs: the reference sampler is not written for --faithful-prior gallery")
+        raise SystemExit("--sides gibbs: not written for the gallery's priors (benchmarks/reference_gallery.py is)")
     rng = np.random.default_rng([seed, 2001])
     yy = y.reshape(len(y), -1)
     n, D = yy.shape
@@ -681,10 +687,11 @@ def main(argv=None):
     parser.add_argument("--load", default=None,
                         help="comma-separated .npz files written by --save: compared with this invocation's runs as if "
                              "run here (the chains of one run's files with different seeds pooled)")
-    parser.add_argument("--faithful-prior", choices=("sigma", "variance", "gallery"), default="sigma",
+    parser.add_argument("--faithful-prior", choices=("sigma", "variance", "gallery", "kappa"), default="sigma",
                         help="Faithful's clusters: sigma ~ InverseGamma(3, 1) per coordinate (the default), the "
-                             "variance sigma^2 ~ InverseGamma(3, 0.5) (run labels get '+var'), or the gallery's "
-                             "tau ~ Gamma(1, 1), lambda ~ Gamma(10, 1), mu ~ Normal(0, precision lambda tau) ('+gal')")
+                             "variance sigma^2 ~ InverseGamma(3, 0.5) (run labels get '+var'), the gallery's "
+                             "tau ~ Gamma(1, 1), lambda ~ Gamma(10, 1), mu ~ Normal(0, precision lambda tau), items' "
+                             "precision lambda tau ('+gal'), or the same with the items' precision tau ('+kap')")
     parser.add_argument("--prior-k", type=int, default=0, metavar="DRAWS",
                         help="also simulate K's prior under both models (CRP and truncated stick-breaking, "
                              "alpha ~ Gamma(1, 1), each data set's n) with this many draws")
@@ -712,7 +719,7 @@ def main(argv=None):
             if args.check_gibbs:
                 check_reference(name, y, points, sb, args.gibbs_draws, args.gibbs_burn, args.chains, args.seed)
         runs = dict(loaded.get(name, {}))
-        tag = "+var" if variance_prior(name) else "+gal" if gallery_prior(name) else ""
+        tag = {"variance": "+var", "gallery": "+gal", "kappa": "+kap"}.get(FAITHFUL_PRIOR, "") if name == "faithful" else ""
         if "ours" in sides:
             for config in args.configs.split(","):
                 runs[f"ours-{config}{tag}"] = ours(name, y, points, draws, args.tune, args.chains, args.seed,

@@ -1,13 +1,15 @@
 #!/usr/bin/env python
 """An independent reference for ``bench_stick_breaking.py --faithful-prior gallery``: collapsed Gibbs (numpy, no
 package code) for the Dirichlet-process mixture of Old Faithful (standardised, 2-D diagonal Normal clusters)
-under the PyMC gallery's prior, per cluster and coordinate tau ~ Gamma(1, 1), lambda ~ Gamma(10, 1),
-mu ~ N(0, 1 / (lambda tau)); (mu, tau) integrated in closed form (Normal-gamma) given lambda, lambda by
-quadrature on a grid of 800 nodes; alpha ~ Gamma(1, 1) by Escobar-West. Prints K's mean and distribution and
+under the PyMC gallery's priors, per cluster and coordinate tau ~ Gamma(1, 1), lambda ~ Gamma(10, 1),
+mu ~ N(0, 1 / (lambda tau)), the items' precision lambda tau (``gallery``) or tau (``kappa``); (mu, tau)
+integrated in closed form (Normal-gamma) given lambda, lambda by quadrature on a grid of 800 nodes;
+alpha ~ Gamma(1, 1) by Escobar-West. Prints K's mean and distribution and
 the Rao-Blackwellised predictive density at the bench's five points (their posterior means are what both
 samplers of the bench estimate).
 
-    PYTHONPATH=$PWD python benchmarks/reference_gallery.py SEED SWEEPS BURN      # e.g. 1 2500 300: ~14 min
+    PYTHONPATH=$PWD python benchmarks/reference_gallery.py gallery SEED SWEEPS BURN   # e.g. 1 2500 300: ~14 min
+    PYTHONPATH=$PWD python benchmarks/reference_gallery.py kappa SEED SWEEPS BURN
 """
 import math
 import os
@@ -23,7 +25,9 @@ import bench_stick_breaking as B  # noqa: E402
 
 y, pts = B.load("faithful")
 n, D = y.shape
-A0, B0 = 1.0, 1.0
+PRIOR = sys.argv[1]
+if PRIOR not in ("gallery", "kappa"):
+    raise SystemExit("usage: reference_gallery.py gallery|kappa SEED SWEEPS BURN")
 # lambda's grid on [0.3, 40] (Gamma(10, 1) has mass 1 - 4e-9 there) with its prior weights
 g = np.linspace(0.3, 40.0, 800); dg = g[1] - g[0]
 logw = stats.gamma.logpdf(g, 10.0, scale=1.0) + np.log(dg)
@@ -33,13 +37,17 @@ def logm(cnt, s, ss):
     """log marginal per coordinate on the grid: cnt (...), s, ss (..., D) -> (..., D) integrated over lambda."""
     cnt = np.asarray(cnt, float)[..., None, None]
     s = np.asarray(s)[..., None]; ss = np.asarray(ss)[..., None]
-    lam = g
+    # given lambda, Normal-gamma: precision ~ Gamma(a0 = 1, rate b0), mu ~ N(0, 1 / (kappa0 precision)); the
+    # gallery's items' precision lambda tau ~ Gamma(1, rate 1 / lambda) with kappa0 = 1; kappa's tau ~ Gamma(1, 1)
+    # with kappa0 = lambda
+    kappa0, b0 = (np.ones_like(g), 1.0 / g) if PRIOR == "gallery" else (g, np.ones_like(g))
+    a0 = 1.0
     mean = np.where(cnt > 0, s / np.maximum(cnt, 1), 0.0)
     sq = ss - cnt * mean ** 2
-    an = A0 + cnt / 2
-    bn = B0 + 0.5 * sq + lam * cnt * mean ** 2 / (2 * (lam + cnt))
-    lm = (-cnt / 2 * math.log(2 * math.pi) + 0.5 * np.log(lam / (lam + cnt)) + A0 * math.log(B0) - an * np.log(bn)
-          + gammaln(an) - gammaln(A0))
+    an = a0 + cnt / 2
+    bn = b0 + 0.5 * sq + kappa0 * cnt * mean ** 2 / (2 * (kappa0 + cnt))
+    lm = (-cnt / 2 * math.log(2 * math.pi) + 0.5 * np.log(kappa0 / (kappa0 + cnt)) + a0 * np.log(b0) - an * np.log(bn)
+          + gammaln(an) - gammaln(a0))
     return logsumexp(lm + logw, axis=-1)  # (..., D)
 
 def run(seed, sweeps, burn):
@@ -81,7 +89,7 @@ def run(seed, sweeps, burn):
             dens.append(d)
     return np.array(Ks), np.array(dens)
 
-seed, sweeps, burn = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+seed, sweeps, burn = int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 t = time.time()
 K, d = run(seed, sweeps, burn)
 print("seed", seed, "time", round(time.time() - t), "K mean", K.mean(), "P(K):", np.bincount(K) / len(K))

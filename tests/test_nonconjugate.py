@@ -734,7 +734,7 @@ def test_a_base_measure_with_slot_by_slot_dependence_matches_the_niw_enumeration
     assert tv < tol
 
 
-def _gallery_block(y, lam_shape, lam_rate, a=2.0, b=2.0):
+def _kappa_block(y, lam_shape, lam_rate, a=2.0, b=2.0):
     """log marginal of block y under tau ~ Gamma(a, b), lambda ~ Gamma(lam_shape, lam_rate),
     mu ~ N(0, 1 / (lambda tau)), y_i ~ N(mu, 1 / tau): Normal-gamma in closed form given lambda, then
     quadrature over lambda."""
@@ -749,9 +749,10 @@ def _gallery_block(y, lam_shape, lam_rate, a=2.0, b=2.0):
     return np.log(integrate.quad(density, 0.0, np.inf, limit=200)[0])
 
 
-def gallery_model(prior, lam_rate=1.0, y=Y):
-    """PyMC's gallery DP-mixture prior as slots: precision tau, and a per-slot lambda that only the means' prior
-    reads (mu ~ N(0, precision lambda tau)), not the likelihood."""
+def kappa_model(prior, lam_rate=1.0, y=Y):
+    """A Normal-gamma base measure with a random kappa per slot: precision tau, and lambda that only the means'
+    prior reads (mu ~ N(0, precision lambda tau)), not the likelihood (the PyMC gallery's priors, whose items'
+    precision is lambda tau, have lambda read by the likelihood too)."""
     slots = prior.k if isinstance(prior, pmp.FiniteDirichlet) else len(y)
     with pm.Model() as model:
         z = pmp.Partition("z", prior, n=len(y))
@@ -762,8 +763,8 @@ def gallery_model(prior, lam_rate=1.0, y=Y):
     return model
 
 
-def exact_gallery(prior, rate, y=Y):
-    """The gallery model's exact partition posterior (with lambda ~ Gamma(3, rate))."""
+def exact_kappa(prior, rate, y=Y):
+    """The kappa model's exact partition posterior (with lambda ~ Gamma(3, rate))."""
     cache = {}
 
     def log_joint_of(p):
@@ -771,7 +772,7 @@ def exact_gallery(prior, rate, y=Y):
         for b in np.unique(p):
             key = tuple(np.flatnonzero(p == b))
             if key not in cache:
-                cache[key] = _gallery_block(y[list(key)], 3.0, rate)
+                cache[key] = _kappa_block(y[list(key)], 3.0, rate)
             total += cache[key]
         return total
     return exact_posterior(len(y), log_joint_of)
@@ -780,15 +781,15 @@ def exact_gallery(prior, rate, y=Y):
 @pytest.mark.parametrize("prior_name, slot_update", [("crp", "metropolis"), ("finite_dirichlet", "slice"),
                                                      ("pitman_yor", "hmc")])
 def test_a_per_slot_hyperparameter_outside_the_likelihood_matches_enumeration(prior_name, slot_update):
-    """The gallery's prior: lambda (one per slot) enters only the means' prior, so it is a slot variable
+    """A random kappa: lambda (one per slot) enters only the means' prior, so it is a slot variable
     too (drawn, relabelled and updated with the slots). It was left to NUTS as if shared, and the draws of
     fresh slots failed on its shape. Against the exact posterior (blocks by quadrature over lambda), with
     power against lambda ~ Gamma(3, 10)."""
     prior = PRIORS[prior_name]
-    model = gallery_model(prior)
+    model = kappa_model(prior)
     assert [v.name for v in NonConjugateModel(model, "z").slot_rvs] == ["tau", "lambda_", "mu"]
-    parts, p = exact_gallery(prior, 1.0)
-    _, wrong = exact_gallery(prior, 10.0)
+    parts, p = exact_kappa(prior, 1.0)
+    _, wrong = exact_kappa(prior, 10.0)
     samples, _ = drive(model, 4000, seed=4, slot_update=slot_update)
     k = samples.max(axis=1).astype(float)
     together = (samples[:, 0] == samples[:, 1]).astype(float)
@@ -799,7 +800,7 @@ def test_a_per_slot_hyperparameter_outside_the_likelihood_matches_enumeration(pr
 def test_pm_sample_gives_per_slot_hyperparameters_to_the_partition_step():
     """pm.sample assigns lambda (read by the means' prior only) to NonConjugateGibbs with the other slots, not
     to NUTS, and the results record it as a slot variable (its label-invariant view by cluster size)."""
-    model = gallery_model(PRIORS["crp"])
+    model = kappa_model(PRIORS["crp"])
     with model:
         result = pm.sample(draws=1000, tune=300, chains=2, random_seed=1, progressbar=False,
                            compute_convergence_checks=False)
@@ -813,8 +814,8 @@ def test_pm_sample_gives_per_slot_hyperparameters_to_the_partition_step():
     draws = out["density_draws"].values
     se = np.array([draws[..., g].std() / np.sqrt(ess(draws[..., g].ravel())) for g in range(x.size)])
     for rate, ok in ((1.0, True), (10.0, False)):
-        parts, p = exact_gallery(PRIORS["crp"], rate)
-        block = functools.lru_cache(maxsize=None)(lambda rows, point=None: _gallery_block(
+        parts, p = exact_kappa(PRIORS["crp"], rate)
+        block = functools.lru_cache(maxsize=None)(lambda rows, point=None: _kappa_block(
             np.r_[Y[list(rows)], [] if point is None else [point]], 3.0, rate))
         exact = np.zeros(x.size)
         for part, w in zip(parts, p):

@@ -203,7 +203,7 @@ def _first_length(var):
 
 def _per_slot_parents(model, partition, slots) -> set:
     """The free variables that the distributions of the slot variables ``slots`` read row by row, one row per
-    slot, e.g. the gallery's lambda in ``mu = pm.Normal("mu", 0, tau=lambda_ * tau, shape=n)``: slot j's
+    slot, e.g. a random kappa in ``mu = pm.Normal("mu", 0, tau=kappa * tau, shape=n)``: slot j's
     parameters are drawn together from the base measure, so they are slot variables too (and their own per-slot
     parents, recursively). A parent as long as the slot axis that enters every slot (a shared vector of length
     k = D) stays shared. That each one enters slot j only, the same way, is checked when the step is built
