@@ -382,9 +382,14 @@ def is_partition(var) -> bool:
     return isinstance(var, Variable) and var.owner is not None and isinstance(var.owner.op, PartitionRV)
 
 
+def known_partitions(model) -> list[str]:
+    """The names of ``model``'s known partitions (``observed=labels``)."""
+    return [rv.name for rv in model.observed_RVs if is_partition(rv)]
+
+
 def no_partition_found(model) -> str:
     """What to say when ``model`` has no partition to sample: none at all, or only known ones."""
-    known = [rv.name for rv in model.observed_RVs if is_partition(rv)]
+    known = known_partitions(model)
     if known:
         return f"no unknown pmp.Partition variable ({', '.join(map(repr, known))} observed: a known partition is data)"
     return "no pmp.Partition variable"

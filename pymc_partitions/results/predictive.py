@@ -42,7 +42,7 @@ from ..families.mixture import join_log_probabilities, log_predictive_density
 from ..summaries import labels_vector
 from ..summaries.draws import _weights, canonical_rows, scaled_weights
 from ..pymc.compat import ancestors
-from ..pymc.distributions import check_data, constant_value, is_partition, likelihood_names
+from ..pymc.distributions import check_data, constant_value, is_partition, known_partitions, likelihood_names
 from ..pymc.terms import ObservedData, PartitionTerms
 from .reader import (DrawSource, add_groups, group_names, is_result, new_result, not_a_result_hint, partition_draws,
                      posterior_dataset)
@@ -83,8 +83,7 @@ def _partition_name(model, var_name, owner):
         if var_name not in model.named_vars or not is_partition(model[var_name]):
             raise ValueError(f"{owner}: var_name {var_name!r} is not a pmp.Partition variable of the model")
         return var_name
-    parts = [rv.name for rv in model.free_RVs if is_partition(rv)] or \
-        [rv.name for rv in model.observed_RVs if is_partition(rv)]
+    parts = [rv.name for rv in model.free_RVs if is_partition(rv)] or known_partitions(model)
     if not parts:
         raise ValueError(f"{owner}: the model has no pmp.Partition variable")
     if len(parts) > 1:

@@ -35,7 +35,7 @@ import xarray as xr
 from ..pymc.compat import RESULT_IS_DATATREE, add_groups, group_names, is_datatree, is_inferencedata, made_group
 from ..pymc.compat import new_result, not_a_result_hint, posterior_dataset
 from ..pymc.compat import _check_result as check_result
-from ..pymc.distributions import is_partition
+from ..pymc.distributions import is_partition, known_partitions
 from ..pymc.guards import PARTITIONS_ATTR, SLOTS_ATTR
 from ..summaries.draws import LabelDraws, label_draws
 
@@ -260,7 +260,7 @@ def _known_partitions(result, model, names) -> list[str]:
     if isinstance(model, pm.Model):
         if any(is_partition(rv) for rv in model.free_RVs):
             return []
-        return [rv.name for rv in model.observed_RVs if is_partition(rv)]
+        return known_partitions(model)
     if "observed_data" not in group_names(result):
         return []
     return [v for v in posterior_dataset(result, "observed_data").data_vars if f"{v}_n_clusters" in names]
